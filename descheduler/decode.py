@@ -1,0 +1,778 @@
+"""Decode raw Kubernetes JSON (or YAML-loaded dicts) into the planner's records.
+
+The raw shapes below name only the fields we read; msgspec skips the rest without building
+them, which is what makes decoding a 150,000-pod list cheap.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+import msgspec
+
+from descheduler.labels import LabelSelector
+from descheduler.model import (
+    ANNOTATION_CONFIG_SOURCE,
+    ANNOTATION_DELETION_COST,
+    ANNOTATION_EVICT,
+    ANNOTATION_EVICTION_COST,
+    ANNOTATION_MIRROR,
+    ANNOTATION_OVER_MAX_SINCE,
+    ANNOTATION_PREFER_NO_EVICTION,
+    ANNOTATION_RAW_ALLOCATABLE,
+    ANNOTATION_USAGE_THRESHOLDS,
+    AggregatedUsage,
+    ElasticQuota,
+    MigrationJob,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    NodeUsage,
+    OwnerRef,
+    Pod,
+    PodAffinityTerm,
+    PodDisruptionBudget,
+    PodRef,
+    PodUsage,
+    QoSClass,
+    Reservation,
+    ReservationOwner,
+    Taint,
+    Toleration,
+    Workload,
+)
+from descheduler.quantity import QuantityError, to_units
+from descheduler.resources import EMPTY, Resources
+
+Quantity = str | int | float
+ResourceList = dict[str, Quantity]
+
+# Annotations worth keeping on records; the rest (e.g. last-applied-configuration) is dropped.
+_POD_ANNOTATIONS = frozenset(
+    {
+        ANNOTATION_EVICT,
+        ANNOTATION_PREFER_NO_EVICTION,
+        ANNOTATION_DELETION_COST,
+        ANNOTATION_EVICTION_COST,
+        ANNOTATION_MIRROR,
+        ANNOTATION_CONFIG_SOURCE,
+    }
+)
+_NODE_ANNOTATIONS = frozenset({ANNOTATION_RAW_ALLOCATABLE, ANNOTATION_USAGE_THRESHOLDS})
+
+
+class DecodeError(ValueError):
+    """A field of an object could not be decoded; `field` is its path inside the object."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class _Raw(msgspec.Struct, rename="camel", kw_only=True):
+    """Raw API shape: camelCase keys, unknown fields ignored."""
+
+
+class RawOwnerReference(_Raw):
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class RawObjectMeta(_Raw):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: list[RawOwnerReference] | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    generation: int = 0
+    resource_version: str = ""
+
+
+class RawResourceRequirements(_Raw):
+    requests: ResourceList | None = None
+    limits: ResourceList | None = None
+
+
+class RawContainer(_Raw):
+    name: str = ""
+    resources: RawResourceRequirements | None = None
+    restart_policy: str | None = None
+
+
+class RawToleration(_Raw):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+class RawNodeSelectorRequirement(_Raw):
+    key: str
+    operator: str
+    values: list[str] | None = None
+
+
+class RawNodeSelectorTerm(_Raw):
+    match_expressions: list[RawNodeSelectorRequirement] | None = None
+    match_fields: list[RawNodeSelectorRequirement] | None = None
+
+
+class RawNodeSelector(_Raw):
+    node_selector_terms: list[RawNodeSelectorTerm] = []
+
+
+class RawNodeAffinity(_Raw):
+    required_during_scheduling_ignored_during_execution: RawNodeSelector | None = None
+
+
+class RawPodAffinityTerm(_Raw):
+    label_selector: dict[str, Any] | None = None
+    topology_key: str = ""
+    namespaces: list[str] | None = None
+    namespace_selector: dict[str, Any] | None = None
+
+
+class RawPodAntiAffinity(_Raw):
+    required_during_scheduling_ignored_during_execution: list[RawPodAffinityTerm] | None = None
+
+
+class RawAffinity(_Raw):
+    node_affinity: RawNodeAffinity | None = None
+    pod_anti_affinity: RawPodAntiAffinity | None = None
+
+
+class RawVolume(_Raw):
+    name: str = ""
+    empty_dir: dict[str, Any] | None = None
+    host_path: dict[str, Any] | None = None
+    persistent_volume_claim: dict[str, Any] | None = None
+    ephemeral: dict[str, Any] | None = None
+
+
+class RawPodSpec(_Raw):
+    node_name: str = ""
+    containers: list[RawContainer] = []
+    init_containers: list[RawContainer] | None = None
+    overhead: ResourceList | None = None
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    scheduler_name: str = ""
+    node_selector: dict[str, str] | None = None
+    affinity: RawAffinity | None = None
+    tolerations: list[RawToleration] | None = None
+    volumes: list[RawVolume] | None = None
+
+
+class RawCondition(_Raw):
+    type: str
+    status: str = ""
+    last_transition_time: datetime | None = None
+
+
+class RawPodStatus(_Raw):
+    phase: str = ""
+    conditions: list[RawCondition] | None = None
+
+
+class RawPod(_Raw):
+    metadata: RawObjectMeta
+    spec: RawPodSpec = msgspec.field(default_factory=RawPodSpec)
+    status: RawPodStatus = msgspec.field(default_factory=RawPodStatus)
+
+
+class RawTaint(_Raw):
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+class RawNodeSpec(_Raw):
+    unschedulable: bool = False
+    taints: list[RawTaint] | None = None
+
+
+class RawNodeStatus(_Raw):
+    allocatable: ResourceList | None = None
+    capacity: ResourceList | None = None
+    conditions: list[RawCondition] | None = None
+
+
+class RawNode(_Raw):
+    metadata: RawObjectMeta
+    spec: RawNodeSpec = msgspec.field(default_factory=RawNodeSpec)
+    status: RawNodeStatus = msgspec.field(default_factory=RawNodeStatus)
+
+
+class RawWorkloadSpec(_Raw):
+    replicas: int | None = None
+
+
+class RawWorkload(_Raw):
+    metadata: RawObjectMeta
+    spec: RawWorkloadSpec = msgspec.field(default_factory=RawWorkloadSpec)
+
+
+class RawPDBSpec(_Raw):
+    selector: dict[str, Any] | None = None
+    unhealthy_pod_eviction_policy: str | None = None
+
+
+class RawPDBStatus(_Raw):
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+    observed_generation: int = 0
+
+
+class RawPDB(_Raw):
+    metadata: RawObjectMeta
+    spec: RawPDBSpec = msgspec.field(default_factory=RawPDBSpec)
+    status: RawPDBStatus = msgspec.field(default_factory=RawPDBStatus)
+
+
+class RawContainerMetrics(_Raw):
+    name: str = ""
+    usage: ResourceList | None = None
+
+
+class RawNodeMetrics(_Raw):
+    """metrics.k8s.io/v1beta1 NodeMetrics."""
+
+    metadata: RawObjectMeta
+    timestamp: datetime
+    window: str = ""
+    usage: ResourceList | None = None
+
+
+class RawPodMetrics(_Raw):
+    """metrics.k8s.io/v1beta1 PodMetrics."""
+
+    metadata: RawObjectMeta
+    timestamp: datetime
+    window: str = ""
+    containers: list[RawContainerMetrics] | None = None
+
+
+class RawResourceMap(_Raw):
+    resources: ResourceList | None = None
+
+
+class RawAggregatedUsage(_Raw):
+    duration: str = ""
+    usage: dict[str, RawResourceMap] | None = None
+
+
+class RawKoordNodeMetricInfo(_Raw):
+    node_usage: RawResourceMap | None = None
+    system_usage: RawResourceMap | None = None
+    aggregated_node_usages: list[RawAggregatedUsage] | None = None
+
+
+class RawKoordPodMetricInfo(_Raw):
+    namespace: str = ""
+    name: str = ""
+    pod_usage: RawResourceMap | None = None
+
+
+class RawKoordNodeMetricStatus(_Raw):
+    update_time: datetime | None = None
+    node_metric: RawKoordNodeMetricInfo | None = None
+    pods_metric: list[RawKoordPodMetricInfo] | None = None
+
+
+class RawKoordCollectPolicy(_Raw):
+    report_interval_seconds: int | None = None
+    aggregate_duration_seconds: int | None = None
+
+
+class RawKoordNodeMetricSpec(_Raw):
+    metric_collect_policy: RawKoordCollectPolicy | None = None
+
+
+class RawKoordNodeMetric(_Raw):
+    """slo.koordinator.sh/v1alpha1 NodeMetric."""
+
+    metadata: RawObjectMeta
+    spec: RawKoordNodeMetricSpec = msgspec.field(default_factory=RawKoordNodeMetricSpec)
+    status: RawKoordNodeMetricStatus = msgspec.field(default_factory=RawKoordNodeMetricStatus)
+
+
+class RawElasticQuotaSpec(_Raw):
+    min: ResourceList | None = None
+    max: ResourceList | None = None
+
+
+class RawElasticQuota(_Raw):
+    metadata: RawObjectMeta
+    spec: RawElasticQuotaSpec = msgspec.field(default_factory=RawElasticQuotaSpec)
+
+
+class RawReservationOwnerController(_Raw):
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class RawReservationOwner(_Raw):
+    controller: RawReservationOwnerController | None = None
+    label_selector: dict[str, Any] | None = None
+
+
+class RawReservationSpec(_Raw):
+    node_name: str = ""
+    resources: ResourceList | None = None
+    owners: list[RawReservationOwner] | None = None
+
+
+class RawReservationStatus(_Raw):
+    phase: str = "Pending"
+    consumed_by: str = ""
+
+
+class RawReservation(_Raw):
+    metadata: RawObjectMeta
+    spec: RawReservationSpec = msgspec.field(default_factory=RawReservationSpec)
+    status: RawReservationStatus = msgspec.field(default_factory=RawReservationStatus)
+
+
+class RawPodRef(_Raw):
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class RawMigrationJobSpec(_Raw):
+    pod_ref: RawPodRef = msgspec.field(default_factory=RawPodRef)
+    mode: str = "ReservationFirst"
+    target_node: str = ""
+    strategy: str = ""
+    reason: str = ""
+
+
+class RawMigrationJobStatus(_Raw):
+    phase: str = "Pending"
+
+
+class RawMigrationJob(_Raw):
+    metadata: RawObjectMeta
+    spec: RawMigrationJobSpec = msgspec.field(default_factory=RawMigrationJobSpec)
+    status: RawMigrationJobStatus = msgspec.field(default_factory=RawMigrationJobStatus)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+RawT = TypeVar("RawT", bound=_Raw)
+
+
+def convert(obj: Mapping[str, Any], raw_type: type[RawT]) -> RawT:
+    """Convert a loaded dict into a raw shape; errors name the field path."""
+    try:
+        return msgspec.convert(obj, raw_type)
+    except msgspec.ValidationError as exc:
+        message, _, path = str(exc).partition(" - at `$")
+        raise DecodeError(path.rstrip("`").lstrip("."), message) from None
+
+
+def resources(raw: Mapping[str, Quantity] | None, field: str) -> Resources:
+    if not raw:
+        return EMPTY
+    out: dict[str, int] = {}
+    for name, value in raw.items():
+        try:
+            out[name] = to_units(name, value)
+        except QuantityError as exc:
+            raise DecodeError(f"{field}.{name}", str(exc)) from None
+    return Resources(out)
+
+
+def _selector(raw: Mapping[str, Any] | None, field: str) -> LabelSelector | None:
+    if raw is None:
+        return None
+    try:
+        return LabelSelector.from_dict(raw, field)
+    except ValueError as exc:
+        raise DecodeError("", str(exc)) from None
+
+
+def _controller(meta: RawObjectMeta) -> OwnerRef | None:
+    for ref in meta.owner_references or ():
+        if ref.controller:
+            return OwnerRef(kind=ref.kind, name=ref.name, uid=ref.uid, controller=True)
+    return None
+
+
+def _keep(annotations: dict[str, str] | None, keys: frozenset[str]) -> dict[str, str]:
+    if not annotations:
+        return {}
+    return {k: v for k, v in annotations.items() if k in keys}
+
+
+def _condition_true(conditions: list[RawCondition] | None, kind: str) -> bool:
+    return any(c.type == kind and c.status == "True" for c in conditions or ())
+
+
+def _seconds(duration: str) -> int:
+    """A Go duration ("5m0s", "30s", "1h") in whole seconds; 0 when empty or unparsable."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    total, number = 0.0, ""
+    i = 0
+    while i < len(duration):
+        ch = duration[i]
+        if ch.isdigit() or ch == ".":
+            number += ch
+            i += 1
+            continue
+        unit = duration[i : i + 2] if duration[i : i + 2] in units else ch
+        if unit not in units or not number:
+            return 0
+        total += float(number) * units[unit]
+        number = ""
+        i += len(unit)
+    return int(total) if not number else int(float(number))
+
+
+# --- pods ----------------------------------------------------------------------------------
+
+
+def _container_resources(c: RawContainer, field: str) -> tuple[Resources, Resources]:
+    """(requests, limits); a limit without a request defaults the request, as the API server does."""
+    res = c.resources
+    if res is None:
+        return EMPTY, EMPTY
+    limits = resources(res.limits, f"{field}.resources.limits")
+    requests = resources(res.requests, f"{field}.resources.requests")
+    missing = {k: v for k, v in limits.items() if k not in requests}
+    return (requests + missing if missing else requests), limits
+
+
+def pod_resources(spec: RawPodSpec) -> tuple[Resources, Resources, QoSClass]:
+    """Effective pod requests and limits by the Kubernetes rule, and the QoS class.
+
+    Per resource: max(sum of app containers + sidecars, largest init container + the sidecars
+    started before it) + overhead. Sidecars are init containers with restartPolicy Always.
+    """
+    app_req: Resources = EMPTY
+    app_lim: Resources = EMPTY
+    qos_parts: list[tuple[Resources, Resources]] = []
+    for i, c in enumerate(spec.containers):
+        req, lim = _container_resources(c, f"spec.containers[{i}]")
+        app_req, app_lim = app_req + req, app_lim + lim
+        qos_parts.append((req, lim))
+    sidecar_req: Resources = EMPTY
+    sidecar_lim: Resources = EMPTY
+    init_req: Resources = EMPTY
+    init_lim: Resources = EMPTY
+    for i, c in enumerate(spec.init_containers or ()):
+        req, lim = _container_resources(c, f"spec.initContainers[{i}]")
+        qos_parts.append((req, lim))
+        if c.restart_policy == "Always":
+            sidecar_req, sidecar_lim = sidecar_req + req, sidecar_lim + lim
+            init_req, init_lim = init_req.max(sidecar_req), init_lim.max(sidecar_lim)
+        else:
+            init_req, init_lim = init_req.max(req + sidecar_req), init_lim.max(lim + sidecar_lim)
+    requests = (app_req + sidecar_req).max(init_req)
+    limits = (app_lim + sidecar_lim).max(init_lim)
+    if spec.overhead:
+        overhead = resources(spec.overhead, "spec.overhead")
+        requests = requests + overhead
+        # Overhead is added to limits only for resources that have a limit (Kubernetes rule).
+        limits = limits + {k: v for k, v in overhead.items() if k in limits}
+    return requests, limits, _qos(qos_parts)
+
+
+def _qos(parts: list[tuple[Resources, Resources]]) -> QoSClass:
+    """Kubernetes GetPodQOS over cpu and memory."""
+    any_set = False
+    guaranteed = True
+    for requests, limits in parts:
+        for name in ("cpu", "memory"):
+            if requests[name] or limits[name]:
+                any_set = True
+            if not limits[name] or requests[name] != limits[name]:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _node_affinity(spec: RawPodSpec) -> tuple[NodeSelectorTerm, ...] | None:
+    affinity = spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return None
+    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    if required is None:
+        return None
+    field = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    return tuple(
+        NodeSelectorTerm(
+            match_expressions=_requirements(t.match_expressions, f"{field}.nodeSelectorTerms[{i}]"),
+            match_fields=_requirements(t.match_fields, f"{field}.nodeSelectorTerms[{i}]"),
+        )
+        for i, t in enumerate(required.node_selector_terms)
+    )
+
+
+_NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _requirements(
+    raw: list[RawNodeSelectorRequirement] | None, field: str
+) -> tuple[NodeSelectorRequirement, ...]:
+    out = []
+    for r in raw or ():
+        if r.operator not in _NODE_OPERATORS:
+            raise DecodeError(f"{field}.operator", f"{r.operator!r} is not one of {', '.join(_NODE_OPERATORS)}")
+        out.append(NodeSelectorRequirement(key=r.key, operator=r.operator, values=tuple(r.values or ())))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def _anti_affinity(spec: RawPodSpec) -> tuple[PodAffinityTerm, ...]:
+    affinity = spec.affinity
+    if affinity is None or affinity.pod_anti_affinity is None:
+        return ()
+    terms = affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution or ()
+    field = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    return tuple(
+        PodAffinityTerm(
+            label_selector=_selector(t.label_selector, f"{field}[{i}].labelSelector"),
+            topology_key=t.topology_key,
+            namespaces=tuple(t.namespaces or ()),
+            namespace_selector=_selector(t.namespace_selector, f"{field}[{i}].namespaceSelector"),
+        )
+        for i, t in enumerate(terms)
+    )
+
+
+def pod_from_raw(raw: RawPod) -> Pod:
+    meta, spec, status = raw.metadata, raw.spec, raw.status
+    requests, limits, qos = pod_resources(spec)
+    scheduled_at = None
+    for cond in status.conditions or ():
+        if cond.type == "PodScheduled" and cond.status == "True":
+            scheduled_at = cond.last_transition_time
+    volumes = spec.volumes or ()
+    return Pod(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        uid=meta.uid,
+        node_name=spec.node_name,
+        phase=status.phase or ("Running" if spec.node_name else "Pending"),
+        labels=meta.labels or {},
+        annotations=_keep(meta.annotations, _POD_ANNOTATIONS),
+        owner=_controller(meta),
+        requests=requests,
+        limits=limits,
+        priority=spec.priority,
+        priority_class_name=spec.priority_class_name,
+        preemption_policy=spec.preemption_policy or "",
+        scheduler_name=spec.scheduler_name,
+        qos=qos,
+        created=meta.creation_timestamp,
+        scheduled_at=scheduled_at,
+        deleting=meta.deletion_timestamp is not None,
+        ready=_condition_true(status.conditions, "Ready"),
+        node_selector=spec.node_selector or {},
+        required_node_affinity=_node_affinity(spec),
+        anti_affinity=_anti_affinity(spec),
+        tolerations=tuple(
+            Toleration(key=t.key, operator=t.operator or "Equal", value=t.value, effect=t.effect)
+            for t in spec.tolerations or ()
+        ),
+        has_local_storage=any(v.empty_dir is not None or v.host_path is not None for v in volumes),
+        has_pvc=any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in volumes),
+    )
+
+
+# --- nodes and the rest ---------------------------------------------------------------------
+
+
+def node_from_raw(raw: RawNode) -> Node:
+    meta = raw.metadata
+    annotations = _keep(meta.annotations, _NODE_ANNOTATIONS)
+    allocatable = resources(raw.status.allocatable or raw.status.capacity, "status.allocatable")
+    overlay = annotations.get(ANNOTATION_RAW_ALLOCATABLE)
+    if overlay:
+        # Koordinator's raw-allocatable overlays allocatable when it parses; a bad one is ignored.
+        try:
+            parsed = json.loads(overlay)
+            if isinstance(parsed, dict):
+                allocatable = Resources({**allocatable, **{k: to_units(k, v) for k, v in parsed.items()}})
+        except (ValueError, QuantityError, TypeError):
+            pass
+    ready = True
+    for cond in raw.status.conditions or ():
+        if cond.type == "Ready":
+            ready = cond.status == "True"
+    return Node(
+        name=meta.name,
+        uid=meta.uid,
+        labels=meta.labels or {},
+        annotations=annotations,
+        taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in raw.spec.taints or ()),
+        unschedulable=raw.spec.unschedulable,
+        ready=ready,
+        allocatable=allocatable,
+        created=meta.creation_timestamp,
+    )
+
+
+def workload_from_raw(raw: RawWorkload, kind: str) -> Workload:
+    meta = raw.metadata
+    replicas = raw.spec.replicas
+    if replicas is None and kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        replicas = 1  # the API server's default
+    return Workload(
+        kind=kind, namespace=meta.namespace or "default", name=meta.name, uid=meta.uid,
+        replicas=replicas, owner=_controller(meta),
+    )
+
+
+def pdb_from_raw(raw: RawPDB) -> PodDisruptionBudget:
+    meta, status = raw.metadata, raw.status
+    return PodDisruptionBudget(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        selector=_selector(raw.spec.selector, "spec.selector"),
+        disruptions_allowed=status.disruptions_allowed,
+        current_healthy=status.current_healthy,
+        desired_healthy=status.desired_healthy,
+        expected_pods=status.expected_pods,
+        generation=meta.generation,
+        observed_generation=status.observed_generation,
+        unhealthy_pod_eviction_policy=raw.spec.unhealthy_pod_eviction_policy or "IfHealthyBudget",
+    )
+
+
+def node_usage_from_metrics(raw: RawNodeMetrics) -> NodeUsage:
+    return NodeUsage(
+        node=raw.metadata.name,
+        timestamp=raw.timestamp,
+        usage=resources(raw.usage, "usage"),
+        source="metrics.k8s.io",
+        window_seconds=_seconds(raw.window),
+    )
+
+
+def pod_usage_from_metrics(raw: RawPodMetrics) -> PodUsage:
+    total: Resources = EMPTY
+    for i, c in enumerate(raw.containers or ()):
+        total = total + resources(c.usage, f"containers[{i}].usage")
+    return PodUsage(
+        namespace=raw.metadata.namespace or "default",
+        name=raw.metadata.name,
+        timestamp=raw.timestamp,
+        usage=total,
+        source="metrics.k8s.io",
+    )
+
+
+def usage_from_node_metric(raw: RawKoordNodeMetric) -> tuple[NodeUsage | None, list[PodUsage]]:
+    """Koordinator NodeMetric: the node's usage (None when never reported) and its pods' usage."""
+    status = raw.status
+    info = status.node_metric
+    if status.update_time is None or info is None or info.node_usage is None:
+        return None, []
+    aggregated = []
+    for i, agg in enumerate(info.aggregated_node_usages or ()):
+        for kind, value in (agg.usage or {}).items():
+            aggregated.append(
+                AggregatedUsage(
+                    aggregation=kind,
+                    duration_seconds=_seconds(agg.duration),
+                    usage=resources(value.resources, f"status.nodeMetric.aggregatedNodeUsages[{i}].usage.{kind}"),
+                )
+            )
+    policy = raw.spec.metric_collect_policy
+    node = NodeUsage(
+        node=raw.metadata.name,
+        timestamp=status.update_time,
+        usage=resources(info.node_usage.resources, "status.nodeMetric.nodeUsage.resources"),
+        source="NodeMetric",
+        report_interval_seconds=(policy.report_interval_seconds or 0) if policy else 0,
+        system_usage=(
+            resources(info.system_usage.resources, "status.nodeMetric.systemUsage.resources")
+            if info.system_usage is not None
+            else None
+        ),
+        aggregated=tuple(aggregated),
+    )
+    pods = [
+        PodUsage(
+            namespace=p.namespace or "default",
+            name=p.name,
+            timestamp=status.update_time,
+            usage=resources(p.pod_usage.resources if p.pod_usage else None, f"status.podsMetric[{i}].podUsage"),
+            source="NodeMetric",
+        )
+        for i, p in enumerate(status.pods_metric or ())
+    ]
+    return node, pods
+
+
+def quota_from_raw(raw: RawElasticQuota, api_group: str) -> ElasticQuota:
+    meta = raw.metadata
+    return ElasticQuota(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        api_group=api_group,
+        min=resources(raw.spec.min, "spec.min"),
+        max=resources(raw.spec.max, "spec.max") if raw.spec.max is not None else None,
+        labels=meta.labels or {},
+        annotations={k: v for k, v in (meta.annotations or {}).items() if k == ANNOTATION_OVER_MAX_SINCE},
+    )
+
+
+def reservation_from_raw(raw: RawReservation) -> Reservation:
+    owners = []
+    for i, o in enumerate(raw.spec.owners or ()):
+        ctl = o.controller
+        owners.append(
+            ReservationOwner(
+                kind=ctl.kind if ctl else "",
+                name=ctl.name if ctl else "",
+                uid=ctl.uid if ctl else "",
+                label_selector=_selector(o.label_selector, f"spec.owners[{i}].labelSelector"),
+            )
+        )
+    return Reservation(
+        name=raw.metadata.name,
+        node_name=raw.spec.node_name,
+        resources=resources(raw.spec.resources, "spec.resources"),
+        owners=tuple(owners),
+        phase=raw.status.phase,
+        consumed_by=raw.status.consumed_by,
+    )
+
+
+def migration_job_from_raw(raw: RawMigrationJob) -> MigrationJob:
+    ref = raw.spec.pod_ref
+    return MigrationJob(
+        name=raw.metadata.name,
+        pod=PodRef(namespace=ref.namespace, name=ref.name, uid=ref.uid),
+        mode=raw.spec.mode,
+        target_node=raw.spec.target_node,
+        phase=raw.status.phase,
+        strategy=raw.spec.strategy,
+        reason=raw.spec.reason,
+        created=raw.metadata.creation_timestamp,
+    )
+
+
+def decoder(raw_type: type[RawT], build: Callable[[RawT], Any]) -> Callable[[Mapping[str, Any]], Any]:
+    """A function from a loaded dict to a record, with field-path errors."""
+
+    def decode(obj: Mapping[str, Any]) -> Any:
+        return build(convert(obj, raw_type))
+
+    return decode

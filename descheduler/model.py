@@ -1,0 +1,311 @@
+"""Narrow, immutable records of the Kubernetes objects the planner reads.
+
+Decoded from raw API JSON by `descheduler.decode`; only the fields we use are kept.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+from descheduler.labels import LabelSelector
+from descheduler.resources import EMPTY, Resources
+
+QoSClass = Literal["Guaranteed", "Burstable", "BestEffort"]
+PriorityBand = Literal["koord-prod", "koord-mid", "koord-batch", "koord-free", "none"]
+
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+MAX_EVICTION_COST = 2_147_483_647
+
+# Annotations and labels we read (design README §4.5).
+ANNOTATION_EVICT = "descheduler.alpha.kubernetes.io/evict"
+ANNOTATION_PREFER_NO_EVICTION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+ANNOTATION_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+ANNOTATION_EVICTION_COST = "scheduling.koordinator.sh/eviction-cost"
+ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
+ANNOTATION_CONFIG_SOURCE = "kubernetes.io/config.source"
+ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
+ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
+ANNOTATION_OVER_MAX_SINCE = "descheduler.dev/over-max-since"
+LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+LABEL_QUOTA_NAME = "quota.scheduling.koordinator.sh/name"
+LABEL_QUOTA_PARENT = "quota.scheduling.koordinator.sh/parent"
+LABEL_QUOTA_PREEMPTIBLE = "quota.scheduling.koordinator.sh/preemptible"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of the planner's records: frozen, slotted, cheap to build."""
+
+
+class OwnerRef(Record):
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+class Taint(Record):
+    key: str
+    value: str = ""
+    effect: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+class Toleration(Record):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """The standard Kubernetes rule (k8s.io/api/core/v1 Toleration.ToleratesTaint)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        # An empty key is only valid with Exists; Equal with an empty key matches nothing.
+        return bool(self.key) and self.value == taint.value
+
+
+class NodeSelectorRequirement(Record):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: tuple[str, ...] = ()
+
+    def matches(self, value: str | None) -> bool:
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if value is None or len(self.values) != 1:
+            return False
+        try:
+            have, want = int(value), int(self.values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+
+
+class NodeSelectorTerm(Record):
+    """Requirements are ANDed; an empty term matches nothing (Kubernetes rule)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+    def matches(self, name: str, labels: dict[str, str]) -> bool:
+        if not self.match_expressions and not self.match_fields:
+            return False
+        return all(r.matches(labels.get(r.key)) for r in self.match_expressions) and all(
+            r.matches(name if r.key == "metadata.name" else None) for r in self.match_fields
+        )
+
+
+class PodAffinityTerm(Record):
+    label_selector: LabelSelector | None
+    topology_key: str
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+
+
+class Node(Record):
+    name: str
+    uid: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    allocatable: Resources = EMPTY
+    created: datetime | None = None
+
+
+class Pod(Record):
+    namespace: str
+    name: str
+    uid: str = ""
+    node_name: str = ""
+    phase: str = "Pending"
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner: OwnerRef | None = None
+    requests: Resources = EMPTY
+    limits: Resources = EMPTY
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str = ""
+    scheduler_name: str = ""
+    qos: QoSClass = "BestEffort"
+    created: datetime | None = None
+    scheduled_at: datetime | None = None
+    deleting: bool = False
+    ready: bool = False
+    node_selector: dict[str, str] = {}
+    required_node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    has_local_storage: bool = False
+    has_pvc: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def is_mirror(self) -> bool:
+        return ANNOTATION_MIRROR in self.annotations
+
+    @property
+    def is_static(self) -> bool:
+        return self.annotations.get(ANNOTATION_CONFIG_SOURCE, "api") != "api"
+
+    @property
+    def is_daemonset(self) -> bool:
+        return self.owner is not None and self.owner.kind == "DaemonSet"
+
+
+class Workload(Record):
+    """A pod controller: Deployment, ReplicaSet, StatefulSet, DaemonSet (or another kind)."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    replicas: int | None = None
+    owner: OwnerRef | None = None
+
+
+class PodDisruptionBudget(Record):
+    namespace: str
+    name: str
+    selector: LabelSelector | None  # None (nil) matches no pod; an empty selector matches all
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+    generation: int = 0
+    observed_generation: int = 0
+    unhealthy_pod_eviction_policy: str = "IfHealthyBudget"
+
+    def selects(self, pod: Pod) -> bool:
+        return self.selector is not None and pod.namespace == self.namespace and self.selector.matches(pod.labels)
+
+
+class AggregatedUsage(Record):
+    aggregation: str  # avg | p50 | p90 | p95 | p99
+    duration_seconds: int
+    usage: Resources
+
+
+class NodeUsage(Record):
+    """One node's measured usage as the load source reported it."""
+
+    node: str
+    timestamp: datetime
+    usage: Resources
+    source: str
+    window_seconds: int = 0
+    report_interval_seconds: int = 0
+    system_usage: Resources | None = None
+    aggregated: tuple[AggregatedUsage, ...] = ()
+
+    def aggregate(self, aggregation: str, duration_seconds: int | None) -> Resources | None:
+        """The aggregate of this type; the one for `duration_seconds` when given, else the longest."""
+        found = [a for a in self.aggregated if a.aggregation == aggregation]
+        if duration_seconds is not None:
+            found = [a for a in found if a.duration_seconds == duration_seconds]
+        return max(found, key=lambda a: a.duration_seconds).usage if found else None
+
+
+class PodUsage(Record):
+    namespace: str
+    name: str
+    timestamp: datetime
+    usage: Resources
+    source: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class ElasticQuota(Record):
+    namespace: str
+    name: str
+    api_group: str
+    min: Resources = EMPTY
+    max: Resources | None = None  # a key absent from max is unlimited; None: no max at all
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class ReservationOwner(Record):
+    """Matches a pod when every field it sets matches."""
+
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    label_selector: LabelSelector | None = None
+
+    def matches(self, pod: Pod) -> bool:
+        if self.kind or self.name or self.uid:
+            owner = pod.owner
+            if owner is None:
+                return False
+            if (self.kind and owner.kind != self.kind) or (self.name and owner.name != self.name):
+                return False
+            if self.uid and owner.uid != self.uid:
+                return False
+        return self.label_selector is None or self.label_selector.matches(pod.labels)
+
+
+class Reservation(Record):
+    name: str
+    node_name: str
+    resources: Resources
+    owners: tuple[ReservationOwner, ...] = ()
+    phase: str = "Pending"
+    consumed_by: str = ""
+
+    @property
+    def holds_room(self) -> bool:
+        return self.phase in ("Pending", "Available") and not self.consumed_by and bool(self.node_name)
+
+    def owned_by(self, pod: Pod) -> bool:
+        return any(owner.matches(pod) for owner in self.owners)
+
+
+class PodRef(Record):
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+class MigrationJob(Record):
+    name: str
+    pod: PodRef
+    mode: str = "ReservationFirst"
+    target_node: str = ""
+    phase: str = "Pending"
+    strategy: str = ""
+    reason: str = ""
+    created: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.phase in ("Pending", "Running")

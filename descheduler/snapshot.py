@@ -1,0 +1,353 @@
+"""The Snapshot: one frozen, indexed view of the cluster that a cycle decides on.
+
+Loaded from files (README §4.1) or built by the cluster cache. A `List`, a multi-document YAML
+stream, or a directory of such files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from descheduler import decode
+from descheduler.errors import InputError
+from descheduler.model import (
+    ElasticQuota,
+    MigrationJob,
+    Node,
+    NodeUsage,
+    Pod,
+    PodDisruptionBudget,
+    PodUsage,
+    Reservation,
+    Workload,
+)
+
+SNAPSHOT_TIME_ANNOTATION = "descheduler.dev/snapshot-time"
+_WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
+_QUOTA_GROUPS = ("scheduling.sigs.k8s.io", "scheduling.x-k8s.io")
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one cycle sees. Build with `Snapshot.build`, which also indexes it."""
+
+    now: datetime
+    nodes: tuple[Node, ...]
+    pods: tuple[Pod, ...]
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
+    workloads: Mapping[str, Workload] = field(default_factory=dict)  # by uid
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
+    node_usage: Mapping[str, NodeUsage] = field(default_factory=dict)  # by node name
+    pod_usage: Mapping[str, PodUsage] = field(default_factory=dict)  # by "namespace/name"
+    quotas: tuple[ElasticQuota, ...] = ()
+    reservations: tuple[Reservation, ...] = ()
+    jobs: tuple[MigrationJob, ...] = ()
+    warnings: tuple[str, ...] = ()
+    # Indexes, derived in `build`.
+    node_by_name: Mapping[str, Node] = field(default_factory=dict)
+    pods_by_node: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+    pods_per_owner: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        now: datetime,
+        nodes: Iterable[Node],
+        pods: Iterable[Pod],
+        pdbs: Iterable[PodDisruptionBudget] = (),
+        workloads: Iterable[Workload] = (),
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        node_usage: Iterable[NodeUsage] = (),
+        pod_usage: Iterable[PodUsage] = (),
+        quotas: Iterable[ElasticQuota] = (),
+        reservations: Iterable[Reservation] = (),
+        jobs: Iterable[MigrationJob] = (),
+        warnings: Iterable[str] = (),
+    ) -> Snapshot:
+        node_list = tuple(sorted(nodes, key=lambda n: n.name))
+        pod_list = tuple(sorted(pods, key=lambda p: (p.namespace, p.name)))
+        by_node: dict[str, list[Pod]] = {}
+        for pod in pod_list:
+            if pod.node_name:
+                by_node.setdefault(pod.node_name, []).append(pod)
+        owners = Counter(p.owner.uid for p in pod_list if p.owner is not None and not p.terminal)
+        ns = dict(namespaces or {})
+        for pod in pod_list:
+            ns.setdefault(pod.namespace, {})
+        return cls(
+            now=now,
+            nodes=node_list,
+            pods=pod_list,
+            pdbs=tuple(pdbs),
+            workloads={w.uid or f"{w.kind}/{w.namespace}/{w.name}": w for w in workloads},
+            namespaces=ns,
+            node_usage={u.node: u for u in node_usage},
+            pod_usage={u.key: u for u in pod_usage},
+            quotas=tuple(quotas),
+            reservations=tuple(reservations),
+            jobs=tuple(jobs),
+            warnings=tuple(warnings),
+            node_by_name={n.name: n for n in node_list},
+            pods_by_node={k: tuple(v) for k, v in by_node.items()},
+            pods_per_owner=dict(owners),
+        )
+
+    def replicas(self, pod: Pod) -> int | None:
+        """The pod's workload size: the controller's spec.replicas, else pods sharing its owner."""
+        if pod.owner is None:
+            return None
+        workload = self.workloads.get(pod.owner.uid)
+        if workload is not None and workload.replicas is not None:
+            return workload.replicas
+        return self.pods_per_owner.get(pod.owner.uid, 0)
+
+    def pdbs_for(self, pod: Pod) -> list[PodDisruptionBudget]:
+        return [pdb for pdb in self.pdbs if pdb.selects(pod)]
+
+
+# --- loading from files -------------------------------------------------------------------
+
+
+class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+    """Safe YAML loader that keeps timestamps as strings, as the API's JSON has them."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _documents(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, object) for every object in a file: documents, and items of List documents."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file", source=str(path)) from None
+    try:
+        docs: list[Any] = [json.loads(text)] if path.suffix == ".json" else list(yaml.load_all(text, Loader=_Loader))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(f"malformed YAML{where}: {problem}", source=str(path)) from None
+    for index, doc in enumerate(docs):
+        if doc is None:
+            continue
+        where = f"document {index}" if len(docs) > 1 else ""
+        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                raise InputError("items must be a list", source=str(path), where=where or doc["kind"], field="items")
+            yield (f"{where} {doc['kind']}".strip(), {"__list_meta__": doc.get("metadata") or {}})
+            for i, item in enumerate(items):
+                yield (f"{where} item {i}".strip(), item)
+        else:
+            yield (where, doc)
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
+        if not found:
+            raise InputError("directory holds no .yaml, .yml or .json files", source=str(path))
+        return found
+    if not path.exists():
+        raise InputError("no such file or directory", source=str(path))
+    return [path]
+
+
+def _parse_time(text: str, what: str, source: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{text!r} is not an RFC 3339 time (example: 2024-05-01T12:00:00Z)", source=source, field=what) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class _Collector:
+    """Accumulates decoded objects from many documents."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.pods: list[Pod] = []
+        self.pdbs: list[PodDisruptionBudget] = []
+        self.workloads: list[Workload] = []
+        self.namespaces: dict[str, Mapping[str, str]] = {}
+        self.node_usage: dict[str, NodeUsage] = {}
+        self.pod_usage: dict[str, PodUsage] = {}
+        self.quotas: list[ElasticQuota] = []
+        self.reservations: list[Reservation] = []
+        self.jobs: list[MigrationJob] = []
+        self.warnings: list[str] = []
+        self.snapshot_time: datetime | None = None
+        self.pod_origin: dict[str, tuple[str, str]] = {}
+        self._unknown: set[str] = set()
+
+    def add(self, obj: Any, source: str, where: str) -> None:
+        if not isinstance(obj, dict):
+            raise InputError(f"expected a Kubernetes object, got {type(obj).__name__}", source=source, where=where)
+        if "__list_meta__" in obj:
+            stamp = (obj["__list_meta__"].get("annotations") or {}).get(SNAPSHOT_TIME_ANNOTATION)
+            if stamp:
+                self.snapshot_time = _parse_time(str(stamp), f"metadata.annotations.{SNAPSHOT_TIME_ANNOTATION}", source)
+            return
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            raise InputError("object has no apiVersion and kind", source=source, where=where)
+        group = api_version.rpartition("/")[0]
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+        label = f"{where} ({kind} {name})".strip() if where else f"{kind} {name}"
+        handler = _HANDLERS.get((group, kind))
+        if handler is None:
+            if f"{api_version}/{kind}" not in self._unknown:
+                self._unknown.add(f"{api_version}/{kind}")
+                self.warnings.append(f"{source}: ignored objects of unknown kind {api_version} {kind}")
+            return
+        try:
+            handler(self, obj, group)
+        except decode.DecodeError as exc:
+            raise InputError(exc.message, source=source, where=label, field=exc.field) from None
+        if kind == "Pod":
+            self.pod_origin[self.pods[-1].key] = (source, label)
+
+
+def _add_node(c: _Collector, obj: Any, group: str) -> None:
+    c.nodes.append(decode.node_from_raw(decode.convert(obj, decode.RawNode)))
+
+
+def _add_pod(c: _Collector, obj: Any, group: str) -> None:
+    c.pods.append(decode.pod_from_raw(decode.convert(obj, decode.RawPod)))
+
+
+def _add_namespace(c: _Collector, obj: Any, group: str) -> None:
+    meta = decode.convert(obj.get("metadata") or {}, decode.RawObjectMeta)
+    c.namespaces[meta.name] = meta.labels or {}
+
+
+def _add_workload(kind: str) -> Callable[[_Collector, Any, str], None]:
+    def add(c: _Collector, obj: Any, group: str) -> None:
+        c.workloads.append(decode.workload_from_raw(decode.convert(obj, decode.RawWorkload), kind))
+
+    return add
+
+
+def _add_pdb(c: _Collector, obj: Any, group: str) -> None:
+    c.pdbs.append(decode.pdb_from_raw(decode.convert(obj, decode.RawPDB)))
+
+
+def _add_node_metrics(c: _Collector, obj: Any, group: str) -> None:
+    usage = decode.node_usage_from_metrics(decode.convert(obj, decode.RawNodeMetrics))
+    c.node_usage[usage.node] = usage
+
+
+def _add_pod_metrics(c: _Collector, obj: Any, group: str) -> None:
+    usage = decode.pod_usage_from_metrics(decode.convert(obj, decode.RawPodMetrics))
+    c.pod_usage[usage.key] = usage
+
+
+def _add_node_metric(c: _Collector, obj: Any, group: str) -> None:
+    node, pods = decode.usage_from_node_metric(decode.convert(obj, decode.RawKoordNodeMetric))
+    if node is not None:
+        c.node_usage[node.node] = node
+    for pod in pods:
+        c.pod_usage[pod.key] = pod
+
+
+def _add_quota(c: _Collector, obj: Any, group: str) -> None:
+    c.quotas.append(decode.quota_from_raw(decode.convert(obj, decode.RawElasticQuota), group))
+
+
+def _add_reservation(c: _Collector, obj: Any, group: str) -> None:
+    c.reservations.append(decode.reservation_from_raw(decode.convert(obj, decode.RawReservation)))
+
+
+def _add_job(c: _Collector, obj: Any, group: str) -> None:
+    c.jobs.append(decode.migration_job_from_raw(decode.convert(obj, decode.RawMigrationJob)))
+
+
+_HANDLERS: dict[tuple[str, str], Callable[[_Collector, Any, str], None]] = {
+    ("", "Node"): _add_node,
+    ("", "Pod"): _add_pod,
+    ("", "Namespace"): _add_namespace,
+    **{("apps", kind): _add_workload(kind) for kind in _WORKLOAD_KINDS},
+    ("policy", "PodDisruptionBudget"): _add_pdb,
+    ("metrics.k8s.io", "NodeMetrics"): _add_node_metrics,
+    ("metrics.k8s.io", "PodMetrics"): _add_pod_metrics,
+    ("slo.koordinator.sh", "NodeMetric"): _add_node_metric,
+    **{(group, "ElasticQuota"): _add_quota for group in _QUOTA_GROUPS},
+    ("descheduler.dev", "Reservation"): _add_reservation,
+    ("descheduler.dev", "PodMigrationJob"): _add_job,
+}
+
+
+def load_snapshot(paths: str | Path | Sequence[str | Path], now: datetime | None = None) -> Snapshot:
+    """Load a snapshot from files or directories; errors name the file, object and field.
+
+    `now` defaults to the snapshot's recorded time (annotation `descheduler.dev/snapshot-time`
+    on a List), else the current time.
+    """
+    collector = _Collector()
+    for path in [paths] if isinstance(paths, str | Path) else paths:
+        for file in _files(Path(path)):
+            for where, obj in _documents(file):
+                collector.add(obj, str(file), where)
+    return _finish(collector, now)
+
+
+def load_snapshot_objects(objects: Iterable[Mapping[str, Any]], now: datetime, source: str = "<objects>") -> Snapshot:
+    """Build a snapshot from already-loaded API objects (tests, the simulator)."""
+    collector = _Collector()
+    for index, obj in enumerate(objects):
+        collector.add(dict(obj), source, f"object {index}")
+    return _finish(collector, now)
+
+
+def _finish(c: _Collector, now: datetime | None) -> Snapshot:
+    names = Counter(n.name for n in c.nodes)
+    duplicate = next((name for name, count in names.items() if count > 1), None)
+    if duplicate:
+        raise InputError(f"node {duplicate!r} appears more than once", field="metadata.name")
+    pod_keys = Counter(p.key for p in c.pods)
+    duplicate = next((key for key, count in pod_keys.items() if count > 1), None)
+    if duplicate:
+        source, label = c.pod_origin[duplicate]
+        raise InputError(f"pod {duplicate!r} appears more than once", source=source, where=label)
+    for pod in c.pods:
+        if pod.node_name and pod.node_name not in names:
+            source, label = c.pod_origin[pod.key]
+            raise InputError(
+                f"pod is bound to node {pod.node_name!r}, which is not in the snapshot",
+                source=source,
+                where=label,
+                field="spec.nodeName",
+            )
+    usage = [u for u in c.node_usage.values() if u.node in names]
+    return Snapshot.build(
+        now=now or c.snapshot_time or datetime.now(UTC),
+        nodes=c.nodes,
+        pods=c.pods,
+        pdbs=c.pdbs,
+        workloads=c.workloads,
+        namespaces=c.namespaces,
+        node_usage=usage,
+        pod_usage=c.pod_usage.values(),
+        quotas=c.quotas,
+        reservations=c.reservations,
+        jobs=c.jobs,
+        warnings=c.warnings,
+    )
