@@ -1,0 +1,154 @@
+"""The default policy text, kept identical to config/policy.yaml (a test checks it).
+
+A Python constant rather than a data file so that every installation carries it.
+"""
+
+DEFAULT_POLICY_YAML = """\
+# The default DeschedulerPolicy: what the descheduler does when no policy file is given.
+#
+# Mount your own as a ConfigMap and pass it with `--policy FILE`; it is re-read within one
+# interval of a change, and an invalid new version is rejected (with every problem listed) while
+# the last valid one stays in force. Check a file with `descheduler policy validate FILE`.
+# Schema: config/policy.schema.json. Keys are camelCase; unknown keys are errors.
+# Durations are Go-style strings ("60s", "5m", "1h30m", "500ms") or whole seconds (60).
+# Percentages are numbers from 0 to 100 — 80, not "80" and not 0.8.
+# Every value below that is not commented out is the built-in default unless noted.
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+
+# Time between cycles; each cycle reads one snapshot of the cluster and its load.
+interval: 60s
+
+# true: plan and report every cycle, but create no PodMigrationJobs and evict nothing.
+dryRun: false
+
+# Where node and pod load comes from. One of:
+#   {type: metricsServer}   metrics.k8s.io (metrics-server); instant values.
+#   {type: nodeMetric}      Koordinator NodeMetric objects (system usage, percentile aggregates).
+#   {type: prometheus, address: http://prometheus.monitoring:9090, ...}
+#     bearerTokenFile: (none)   file with a bearer token for the Prometheus API
+#     timeout: 10s              per query
+#     window: 5m                rate() window, replaces $window in the queries
+#     percentile: (none)        e.g. 0.95: quantile_over_time over the window instead of instant values
+#     nodeLabel: instance       label that carries the node name in node query results
+#     queries: {nodeCpu, nodeMemory, podCpu, podMemory}   PromQL; defaults use node_exporter
+#       (node_cpu_seconds_total idle, node_memory_MemAvailable_bytes) and cAdvisor
+#       (container_cpu_usage_seconds_total, container_memory_working_set_bytes)
+loadSource:
+  type: metricsServer
+
+# Which nodes the descheduler looks at at all. A label selector {matchLabels, matchExpressions},
+# or a plain map {label: value} as shorthand for matchLabels. Empty or absent: every node.
+nodeSelector: {}
+
+# Which pods may ever be moved, by any strategy. Never moved, whatever is set here: DaemonSet
+# pods, mirror and static pods, terminating or finished pods, pods with eviction-cost 2147483647.
+# The pod annotation descheduler.alpha.kubernetes.io/evict: "true" overrides the switches below.
+evictor:
+  evictBarePods: false              # pods without a controller owner (nothing would recreate them)
+  evictSystemCriticalPods: false    # pods with priority >= 2000000000
+  evictLocalStoragePods: false      # pods with emptyDir or hostPath volumes
+  ignorePvcPods: false              # true: never move pods that use PersistentVolumeClaims
+  minReplicas: 2                    # single-replica workloads are not moved
+  # priorityThreshold: 10000        # never move pods at or above this priority (default: none)
+  # minPodAge: 10m                  # never move pods younger than this (default: none)
+  # labelSelector: {matchLabels: {descheduler.dev/movable: "true"}}   # default: every pod
+  # namespaces: {exclude: [kube-system]}   # {include: [...]} or {exclude: [...]}, not both
+
+# Moves one cycle may plan. Absent = no limit; 0 = no moves.
+limits:
+  maxEvictionsPerCycle: 10          # default: no limit
+  maxEvictionsPerNode: 2            # default: no limit
+  # maxEvictionsPerNamespace: 5     # default: no limit
+
+# The load-aware scheduling core, shared with the scheduler extender so the descheduler and the
+# scheduler agree on what "too hot" means.
+scheduling:
+  # A node is not a target when its estimated usage after the placement would exceed these
+  # percents of allocatable (0 = do not check that resource).
+  usageThresholds: {cpu: 65, memory: 95}
+  # prodUsageThresholds: {cpu: 55}  # prod-class pods: check the summed usage of prod pods instead
+  # aggregated:                     # filter on a percentile when the load source provides one
+  #   usageThresholds: {cpu: 60}
+  #   usageAggregationType: p95     # avg | p50 | p90 | p95 | p99
+  #   usageAggregatedDuration: 5m   # default: the longest window the source reports
+  nodeMetricExpirationSeconds: 180  # a node metric older than this is stale
+  filterExpiredNodeMetrics: true    # stale node: not a target...
+  enableScheduleWhenNodeMetricsExpired: false   # ...unless this is true
+  # A new pod's usage is estimated as this percent of its limit (or request when it has no limit).
+  estimatedScalingFactors: {cpu: 85, memory: 70}
+  # Node score: weighted mean of free percent per resource (+ dominantResourceWeight x the scarcest).
+  resourceWeights: {cpu: 1, memory: 1}
+  dominantResourceWeight: 0
+
+strategies:
+  # Move load off hot nodes (above highThresholds) onto cool ones (below lowThresholds).
+  # Argument names are Koordinator's LowNodeLoad names (see lownodeload.md).
+  - name: LowNodeLoad
+    args:
+      # Percent of allocatable. A node is low when it is at or below lowThresholds on every
+      # resource named, high when it is above highThresholds on any. Only named resources count;
+      # name each resource in both maps (cpu, memory, pods, ephemeral-storage, nvidia.com/gpu, ...).
+      lowThresholds: {cpu: 45, memory: 55}
+      highThresholds: {cpu: 70, memory: 80}
+      useDeviationThresholds: false  # true: the values are offsets below/above the pool's mean usage
+      # prodLowThresholds: {cpu: 35}  # second pass on the usage of prod-class pods only;
+      # prodHighThresholds: {cpu: 55} # prodLow <= prodHigh <= high
+      numberOfNodes: 0               # act only when more than this many nodes are low
+      # evictableNamespaces: {exclude: [kube-system]}   # {include: [...]} or {exclude: [...]}
+      podSelectors: []               # [{name, selector}]: a candidate must match at least one
+      # nodeSelector: {matchLabels: {node-role.kubernetes.io/worker: ""}}   # default: every node
+      nodeFit: true                  # move a pod only where it fits and the target stays <= high
+      # resourceWeights: {cpu: 1, memory: 1}   # ordering weights; default 1 per threshold resource
+      anomalyCondition:
+        consecutiveAbnormalities: 1  # cycles a node must be hot in a row before it is relieved
+      # Pools with their own thresholds; a node belongs to the first pool that selects it; fields
+      # left out inherit the values above; nodes no pool selects form the pool "default".
+      nodePools: []
+      #  - name: gpu
+      #    nodeSelector: {nvidia.com/gpu.present: "true"}
+      #    lowThresholds: {cpu: 30, memory: 40, nvidia.com/gpu: 50}
+      #    highThresholds: {cpu: 60, memory: 75, nvidia.com/gpu: 90}
+      # Order in which a hot node's pods are picked (first = moved first); reorder or drop keys.
+      podSortKeys: [priorityClass, priority, qos, deletionCost, evictionCost, usageFit, age, name]
+      victimSelection: greedy        # greedy | minimal (smallest set that brings the node <= high)
+
+  # Give quota groups (ElasticQuota) back capacity they lent, and trim groups over their max.
+  # Off by default: it evicts pods of other teams, and on a cluster whose scheduler is not
+  # quota-aware the freed room can be refilled by the same lender. Enable it deliberately
+  # (see config/examples/quotareclaim.yaml). Its arguments and their defaults:
+  # - name: QuotaReclaim
+  #   args:
+  #     pendingGraceSeconds: 60      # a pending pod must wait this long before it triggers reclaim
+  #     overMaxDelaySeconds: 120     # a group must be over max this long before it is trimmed
+  #     reclaimPolicy: Any           # Any | LowerPriority (only victims of lower priority)
+  #     lenderFloor: Strict          # Strict | NetGain | None: may a lender be pushed below its min
+  #     hierarchyOrder: TopDown      # TopDown | SiblingsFirst
+  #     aggregateMinGate: false
+  #     maxEvictionsPerRound: 10
+  #     # maxEvictionsPerLender: 3   # default: no limit
+  #     lenderCooldownSeconds: 0
+  #     backoffSeconds: 300
+  #     dryRun: false
+  #     quotaLabel: quota.scheduling.koordinator.sh/name
+  #     parentLabel: quota.scheduling.koordinator.sh/parent
+
+# How planned moves are carried out (PodMigrationJobs) and how many may run at once.
+migration:
+  defaultMode: ReservationFirst      # ReservationFirst | EvictDirectly
+  ttl: 5m                            # a job not finished by then is aborted or failed
+  evictionPolicy: Eviction           # Eviction (respects PodDisruptionBudgets) | Delete
+  jobRetention: 1h                   # finished jobs are deleted after this
+  # maxMigratingGlobally: 10         # default: no limit
+  maxMigratingPerNode: 2
+  # maxMigratingPerNamespace: 5      # default: no limit
+  # Per workload: a count or a percent of replicas ("10%"). Default: 1 for <= 3 replicas,
+  # 2 for 4-10, 10% (rounded up) above 10.
+  # maxMigratingPerWorkload: 1
+  # maxUnavailablePerWorkload: "10%"
+  objectLimiters:
+    workload: {duration: 5m, maxMigrating: 1}   # at most 1 move per workload per 5 minutes
+  evictQPS: 10
+  evictBurst: 1
+  cooldown: 10m                      # no second move of a workload, no source node as target, within this
+"""

@@ -1,0 +1,57 @@
+"""Which pods may ever be moved (lownodeload.md §2) and the per-cycle move limits."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import Field, model_validator
+
+from descheduler.policy.fields import Duration, NonNegativeInt, PolicyModel, Selector, problem
+
+
+class NamespaceFilter(PolicyModel):
+    """`{include: [...]}` or `{exclude: [...]}`, exactly one of them."""
+
+    include: list[str] | None = Field(default=None, description="only these namespaces")
+    exclude: list[str] | None = Field(default=None, description="every namespace except these")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        if (self.include is None) == (self.exclude is None):
+            raise problem("set exactly one of include or exclude")
+        return self
+
+    def allows(self, namespace: str) -> bool:
+        if self.include is not None:
+            return namespace in self.include
+        return namespace not in (self.exclude or ())
+
+
+class EvictorArgs(PolicyModel):
+    """Switchable rules for which pods may be moved at all; the hard rules are not configurable."""
+
+    evict_bare_pods: bool = Field(default=False, description="move pods no controller would recreate")
+    evict_system_critical_pods: bool = Field(
+        default=False, description="move pods with priority ≥ 2000000000"
+    )
+    evict_local_storage_pods: bool = Field(
+        default=False, description="move pods with emptyDir/hostPath volumes"
+    )
+    ignore_pvc_pods: bool = Field(
+        default=False, description="never move pods that use PersistentVolumeClaims"
+    )
+    priority_threshold: int | None = Field(
+        default=None, description="never move pods at or above this priority"
+    )
+    min_pod_age: Duration | None = Field(default=None, description="never move pods younger than this")
+    min_replicas: int = Field(default=2, ge=1, description="never move pods of workloads with fewer replicas")
+    label_selector: Selector | None = Field(default=None, description="only move pods matching this selector")
+    namespaces: NamespaceFilter | None = Field(default=None, description="only move pods in these namespaces")
+
+
+class Limits(PolicyModel):
+    """How many moves one cycle may plan: unset = no limit, 0 = no moves."""
+
+    max_evictions_per_cycle: NonNegativeInt | None = None
+    max_evictions_per_node: NonNegativeInt | None = None
+    max_evictions_per_namespace: NonNegativeInt | None = None

@@ -1,0 +1,111 @@
+"""Reading a policy from text or a file, the built-in default, and the JSON schema."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic.json_schema import GenerateJsonSchema
+
+from descheduler.policy.default import DEFAULT_POLICY_YAML
+from descheduler.policy.document import Policy
+from descheduler.policy.errors import PolicyError, problems_from
+
+SCHEMA_ID = "https://descheduler.dev/schemas/policy.schema.json"
+
+
+def parse_policy(text: str, source: str = "<string>") -> Policy:
+    """Validate a policy written as YAML or JSON; raise PolicyError listing every problem."""
+    raw = _load_document(text, source)
+    if not isinstance(raw, dict):
+        got = "an empty document" if raw is None else f"a {type(raw).__name__}"
+        raise PolicyError(source, [("", f"expected a map with apiVersion, kind, strategies, …; got {got}")])
+    # The models default these for Python callers; a file must state what it is.
+    missing = [(key, "required") for key in ("apiVersion", "kind") if key not in raw]
+    try:
+        policy = Policy.model_validate(raw, strict=True)
+    except ValidationError as err:
+        raise PolicyError(source, missing + problems_from(err, Policy, raw)) from None
+    if missing:
+        raise PolicyError(source, missing)
+    return policy
+
+
+def load_policy(path: str | os.PathLike[str]) -> Policy:
+    """Read and validate a policy file; a missing or unreadable file is a PolicyError naming it."""
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise PolicyError(source, [("", f"cannot read the file: {reason}")]) from None
+    return parse_policy(text, source)
+
+
+@functools.cache
+def default_policy() -> Policy:
+    """The policy used when none is given (the content of config/policy.yaml)."""
+    # Cached: a Policy is immutable, and the default text is part of the package.
+    return parse_policy(DEFAULT_POLICY_YAML, "<default policy>")
+
+
+def policy_schema() -> dict[str, Any]:
+    """The JSON schema of the policy file (config/policy.schema.json)."""
+    schema = Policy.model_json_schema(
+        by_alias=True, mode="validation", schema_generator=_SchemaWithoutFieldTitles
+    )
+    # Strategy args come out inline (StrategyConfig builds them per registered name); name them.
+    defs = schema.setdefault("$defs", {})
+    for alternative in defs.get("StrategyConfig", {}).get("oneOf", []):
+        args = alternative["properties"]["args"]
+        if "title" in args and args["title"] not in defs:
+            defs[args["title"]] = args
+            alternative["properties"]["args"] = {"$ref": f"#/$defs/{args['title']}"}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+
+
+class _SchemaWithoutFieldTitles(GenerateJsonSchema):
+    """Field titles would only repeat the key ("Usagethresholds"); descriptions say what a field means."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys, which PyYAML would otherwise silently overwrite."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_document(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        reason = " ".join(part for part in (err.context, err.problem) if part)
+        raise PolicyError(source, [(where, f"not valid YAML: {reason}")]) from None
+    except yaml.YAMLError as err:
+        raise PolicyError(source, [("", f"not valid YAML: {err}")]) from None
+
+
+def schema_text() -> str:
+    """config/policy.schema.json exactly as it should be on disk."""
+    return json.dumps(policy_schema(), indent=2, sort_keys=True) + "\n"
