@@ -1,0 +1,159 @@
+"""Fault injection and request accounting, driven from Python by tests and the simulator."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import errors
+from .errors import ApiError
+from .store import ResourceRef, Store
+
+_REASONS = {
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What a fault rule matches on: the HTTP method, the path (no query) and the Kubernetes verb."""
+
+    method: str
+    path: str
+    verb: str
+
+
+@dataclass(slots=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    method: str | None
+    verb: str | None
+    remaining: int | None  # None: forever
+
+    def matches(self, request: RequestInfo) -> bool:
+        return (
+            (self.remaining is None or self.remaining > 0)
+            and (self.method is None or self.method.upper() == request.method)
+            and (self.verb is None or self.verb == request.verb)
+            and self.pattern.search(request.path) is not None
+        )
+
+    def consume(self) -> None:
+        if self.remaining is not None:
+            self.remaining -= 1
+
+
+@dataclass(slots=True)
+class _Failure:
+    rule: _Rule
+    error: ApiError
+
+
+@dataclass(slots=True)
+class _Delay:
+    rule: _Rule
+    seconds: float
+
+
+@dataclass
+class Faults:
+    """Rules are checked in the order they were added; the first live matching rule applies."""
+
+    store: Store
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _failures: list[_Failure] = field(default_factory=list)
+    _delays: list[_Delay] = field(default_factory=list)
+    _counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def fail_next(
+        self,
+        count: int = 1,
+        *,
+        path: str = "",
+        method: str | None = None,
+        verb: str | None = None,
+        status: int = 500,
+        message: str | None = None,
+        retry_after: int = 1,
+    ) -> None:
+        """Make the next `count` requests whose path matches the regex `path` fail with `status`.
+
+        The body is a proper Status; 429 carries Retry-After (header and details.retryAfterSeconds).
+        """
+        text = message or f"injected fault ({status})"
+        if status == 500:
+            error = errors.internal_error(text)
+        elif status == 429:
+            error = errors.too_many_requests(text, retry_after=retry_after)
+        else:
+            error = ApiError(status, _REASONS.get(status, "Unknown"), text, {})
+        with self._lock:
+            self._failures.append(_Failure(_Rule(re.compile(path), method, verb, count), error))
+
+    def delay(
+        self,
+        seconds: float,
+        *,
+        path: str = "",
+        method: str | None = None,
+        verb: str | None = None,
+        count: int | None = None,
+    ) -> None:
+        """Hold matching responses for `seconds` (the next `count` of them, or all if None)."""
+        with self._lock:
+            self._delays.append(_Delay(_Rule(re.compile(path), method, verb, count), seconds))
+
+    def drop_watches(self, resource: ResourceRef | None = None, *, abrupt: bool = False) -> int:
+        """End open watches; `abrupt` resets the connection instead of ending the stream cleanly."""
+        return self.store.close_watches(resource, abrupt=abrupt)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._failures.clear()
+            self._delays.clear()
+
+    def failure_for(self, request: RequestInfo) -> ApiError | None:
+        with self._lock:
+            for failure in self._failures:
+                if failure.rule.matches(request):
+                    failure.rule.consume()
+                    return failure.error
+        return None
+
+    def delay_for(self, request: RequestInfo) -> float:
+        with self._lock:
+            for delay in self._delays:
+                if delay.rule.matches(request):
+                    delay.rule.consume()
+                    return delay.seconds
+        return 0.0
+
+    def record(self, request: RequestInfo) -> None:
+        with self._lock:
+            self._counts[(request.verb, request.path)] += 1
+
+    def request_counts(self) -> Counter[tuple[str, str]]:
+        """Requests seen so far, keyed by (Kubernetes verb, path); injected failures count too."""
+        with self._lock:
+            return Counter(self._counts)
+
+    def count(self, *, verb: str | None = None, path: str = "") -> int:
+        """How many requests matched `verb` (if given) and the path regex."""
+        pattern = re.compile(path)
+        with self._lock:
+            return sum(
+                n for (v, p), n in self._counts.items() if (verb is None or v == verb) and pattern.search(p)
+            )
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self._counts.clear()

@@ -1,0 +1,81 @@
+"""Watch plumbing: events, per-watch queues, and how selectors turn updates into ADDED/DELETED."""
+
+from __future__ import annotations
+
+import queue
+from dataclasses import dataclass
+
+from .entry import Entry, decode, encode
+from .resources import ResourceType
+from .selectors import FieldSelector, LabelSelector
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """A committed change. `old` is the previous state of a MODIFIED object."""
+
+    type: str  # ADDED | MODIFIED | DELETED
+    entry: Entry
+    old: Entry | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StopWatch:
+    """Tells a watch stream to end; `abrupt` drops the connection instead of ending the stream."""
+
+    abrupt: bool = False
+
+
+class Watcher:
+    """One open watch: a queue the store fills under its lock and the stream drains."""
+
+    def __init__(
+        self,
+        rt: ResourceType,
+        namespace: str | None = None,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+    ) -> None:
+        self.rt = rt
+        self.namespace = namespace
+        self.labels = labels or LabelSelector()
+        self.fields = fields or FieldSelector()
+        self._queue: queue.SimpleQueue[WatchEvent | StopWatch] = queue.SimpleQueue()
+
+    def push(self, item: WatchEvent | StopWatch) -> None:
+        self._queue.put(item)
+
+    def next(self, timeout: float) -> WatchEvent | StopWatch | None:
+        try:
+            return self._queue.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            return None
+
+    def idle(self) -> bool:
+        return self._queue.empty()
+
+    def matches(self, entry: Entry) -> bool:
+        if self.namespace is not None and entry.fields[1] != self.namespace:
+            return False
+        if not self.labels.matches(entry.labels):
+            return False
+        return self.fields.matches(lambda path: entry.field(self.rt, path))
+
+    def translate(self, event: WatchEvent) -> tuple[str, bytes] | None:
+        """What this watcher sees of an event, or None; mirrors the watch cache's filtering."""
+        now_matches = self.matches(event.entry)
+        if event.type != "MODIFIED" or event.old is None:
+            return (event.type, event.entry.raw) if now_matches else None
+        was_matching = self.matches(event.old)
+        if now_matches:
+            return ("MODIFIED" if was_matching else "ADDED", event.entry.raw)
+        if was_matching:
+            # The real server sends the previous object content with the new resourceVersion.
+            old = decode(event.old.raw)
+            old["metadata"]["resourceVersion"] = str(event.entry.rv)
+            return ("DELETED", encode(old))
+        return None
+
+
+def event_line(event_type: str, raw_object: bytes) -> bytes:
+    return b'{"type":"' + event_type.encode() + b'","object":' + raw_object + b"}\n"
