@@ -1,0 +1,111 @@
+"""The `descheduler` command line."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from enum import Enum
+from importlib.resources import files
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from descheduler import __version__
+from descheduler.errors import ClusterUnreachableError, InputError
+from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
+
+app = typer.Typer(
+    name="descheduler",
+    help="Load-aware Kubernetes descheduler: plans and moves pods off hot nodes and back to starving quotas.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+policy_app = typer.Typer(help="Check and describe policy files.", no_args_is_help=True)
+app.add_typer(policy_app, name="policy")
+
+
+class Output(str, Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+    markdown = "markdown"
+
+
+def demo_snapshot_path() -> Path:
+    """The built-in demo snapshot shipped with the package."""
+    return Path(str(files("descheduler") / "demo" / "snapshot.yaml"))
+
+
+def _parse_now(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{value!r} is not an RFC 3339 time (example: 2026-01-15T12:00:00Z)", field="--now") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@app.command()
+def plan(
+    snapshot: Annotated[
+        Path | None, typer.Option("--snapshot", "-s", help="snapshot file or directory (YAML/JSON Kubernetes objects)")
+    ] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="plan on the built-in demo snapshot")] = False,
+    policy: Annotated[Path | None, typer.Option("--policy", "-p", help="policy file (default: the built-in default)")] = None,
+    now: Annotated[str | None, typer.Option("--now", help="evaluation time, RFC 3339 (default: the snapshot's time)")] = None,
+    output: Annotated[Output, typer.Option("--output", "-o", help="report format")] = Output.table,
+) -> None:
+    """One planning cycle, no side effects: what would move and why, what would not and why not."""
+    from descheduler.planner import plan_cycle
+    from descheduler.report import render
+    from descheduler.snapshot import load_snapshot
+
+    if (snapshot is None) == (not demo):
+        raise InputError("give exactly one of --snapshot PATH or --demo")
+    loaded_policy = load_policy(policy) if policy is not None else default_policy()
+    loaded = load_snapshot(snapshot if snapshot is not None else demo_snapshot_path(), now=_parse_now(now))
+    result, _ = plan_cycle(loaded, loaded_policy)
+    sys.stdout.write(render(result, output.value))
+
+
+@policy_app.command("validate")
+def policy_validate(file: Annotated[Path, typer.Argument(help="policy file to check")]) -> None:
+    """Check a policy file; every problem is listed with its field path."""
+    load_policy(file)
+    typer.echo(f"{file}: valid")
+
+
+@policy_app.command("schema")
+def policy_schema_command() -> None:
+    """Print the policy's JSON schema."""
+    import json
+
+    typer.echo(json.dumps(policy_schema(), indent=2, sort_keys=True))
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(f"descheduler {__version__}")
+
+
+def main() -> None:
+    """Entry point: user mistakes become one clear message and exit code 1, never a traceback."""
+    try:
+        app()
+    except (InputError, PolicyError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except ClusterUnreachableError as exc:
+        typer.echo(f"error: cannot reach the cluster: {exc}", err=True)
+        sys.exit(2)
+    except SystemExit as exc:
+        # Usage errors are input errors (exit 1); 2 is kept for an unreachable cluster.
+        sys.exit(1 if exc.code == 2 else exc.code)
+
+
+if __name__ == "__main__":
+    main()

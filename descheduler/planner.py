@@ -1,0 +1,88 @@
+"""One planning cycle: every configured strategy over one snapshot, one view, one budget."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+import strategies
+from descheduler.budget import EvictionBudget
+from descheduler.plan import Plan
+from descheduler.policy import LowNodeLoadArgs, Policy
+from descheduler.scheduling import ClusterView, build_table
+from descheduler.scheduling.table import METRIC_FRESH
+from descheduler.snapshot import Snapshot
+from descheduler.strategy import PlanContext, StrategyResult
+
+State = Mapping[str, Mapping[str, Any]]
+
+
+def _threshold_resources(policy: Policy) -> list[str]:
+    names: set[str] = set()
+    for config in policy.strategies:
+        if isinstance(config.args, LowNodeLoadArgs):
+            for pool in config.args.effective_pools():
+                names.update(pool.high_thresholds, pool.prod_high_thresholds or {})
+    return sorted(names)
+
+
+def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -> tuple[Plan, dict[str, Any]]:
+    """The Plan for this snapshot, and each strategy's state to pass to the next cycle."""
+    state = state or {}
+    table = build_table(snapshot, policy.scheduling, _threshold_resources(policy))
+    view = ClusterView(table)
+    considered = np.ones(table.size, dtype=np.bool_)
+    if policy.node_selector is not None:
+        selector = policy.node_selector
+        considered = np.array([selector.matches(n.labels) for n in snapshot.nodes], dtype=np.bool_)
+    moving = frozenset(f"{j.pod.namespace}/{j.pod.name}" for j in snapshot.jobs if j.active)
+    budget = EvictionBudget(policy.limits, snapshot)
+    merged = StrategyResult(warnings=list(snapshot.warnings))
+    new_state: dict[str, Any] = {}
+    for config in policy.strategies:
+        strategy = strategies.get(config.name)
+        ctx = PlanContext(
+            snapshot=snapshot,
+            policy=policy,
+            table=table,
+            view=view,
+            budget=budget,
+            considered=considered,
+            moving=moving,
+            state=state.get(config.name, {}),
+        )
+        result = strategy.plan(ctx, config.args)
+        merged.migrations += result.migrations
+        merged.skipped += result.skipped
+        merged.nodes += result.nodes
+        merged.warnings += result.warnings
+        merged.unreclaimable += result.unreclaimable
+        new_state[config.name] = result.state
+    merged.warnings += _policy_warnings(policy, snapshot, table.metric)
+    return (
+        Plan(
+            now=snapshot.now,
+            nodes=tuple(merged.nodes),
+            migrations=tuple(merged.migrations),
+            skipped=tuple(merged.skipped),
+            warnings=tuple(merged.warnings),
+            unreclaimable=tuple(merged.unreclaimable),
+        ),
+        new_state,
+    )
+
+
+def _policy_warnings(policy: Policy, snapshot: Snapshot, metric: Any) -> list[str]:
+    warnings = []
+    if not policy.strategies:
+        warnings.append("the policy configures no strategy: nothing will ever move")
+    if policy.limits.max_evictions_per_cycle == 0:
+        warnings.append("limits.maxEvictionsPerCycle is 0: nothing will ever move")
+    if snapshot.nodes and not (metric == METRIC_FRESH).any():
+        warnings.append(
+            f"no node has a fresh metric (at {snapshot.now.isoformat()}): every node is excluded; "
+            "check the load source, or pass --now for an old snapshot"
+        )
+    return warnings

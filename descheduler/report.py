@@ -1,0 +1,141 @@
+"""Render a Plan for people (table, Markdown) and for tools (JSON, YAML); all carry the same content."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from typing import Literal
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from descheduler.plan import NodeReport, Plan
+
+Format = Literal["table", "json", "yaml", "markdown"]
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+def _usage_cell(node: NodeReport, resource: str) -> str:
+    if resource not in node.high:
+        return ""
+    used = _percent(node.usage[resource]) if resource in node.usage else "–"
+    return f"{used} ({_percent(node.low[resource])}/{_percent(node.high[resource])})"
+
+
+def _resources(plan: Plan) -> list[str]:
+    names: set[str] = set()
+    for node in plan.nodes:
+        names.update(node.high)
+    return sorted(names, key=lambda r: (r not in ("cpu", "memory"), r))
+
+
+def _rows(plan: Plan) -> tuple[list[str], list[list[str]], list[str], list[list[str]], list[str], list[list[str]]]:
+    resources = _resources(plan)
+    node_head = ["node", "pool", "class", *[f"{r} used (low/high)" for r in resources], "reason"]
+    node_rows = [
+        [
+            n.name,
+            n.pool,
+            n.node_class + (f", prod {n.prod_class}" if n.prod_class else ""),
+            *[_usage_cell(n, r) for r in resources],
+            n.reason,
+        ]
+        for n in plan.nodes
+    ]
+    move_head = ["pod", "strategy", "from", "to", "mode", "usage", "reason"]
+    move_rows = [
+        [
+            str(m.pod),
+            m.strategy,
+            m.source_node,
+            m.target_node or "(none)",
+            m.mode,
+            ", ".join(f"{k} {v}" for k, v in m.usage.to_quantities().items()),
+            m.reason + (f" (for {m.serves})" if m.serves else ""),
+        ]
+        for m in plan.migrations
+    ]
+    skip_head = ["pod", "node", "strategy", "reason"]
+    skip_rows = [[str(s.pod), s.node, s.strategy, s.reason] for s in plan.skipped]
+    return node_head, node_rows, move_head, move_rows, skip_head, skip_rows
+
+
+def _summary_line(plan: Plan) -> str:
+    s = plan.summary()
+    return (
+        f"{s['migrations']} move(s); nodes: {s['hotNodes']} hot, {s['lowNodes']} low, "
+        f"{s['normalNodes']} normal, {s['excludedNodes']} excluded; {s['skipped']} pod(s) skipped"
+    )
+
+
+def render_table(plan: Plan, width: int | None = None, color: bool | None = None) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width or 160, force_terminal=color, no_color=not color, highlight=False)
+    node_head, node_rows, move_head, move_rows, skip_head, skip_rows = _rows(plan)
+    console.print(f"Plan at {plan.now.isoformat()}: {_summary_line(plan)}")
+    for title, head, rows in (
+        ("Nodes", node_head, node_rows),
+        ("Moves", move_head, move_rows),
+        ("Not moved", skip_head, skip_rows),
+    ):
+        if not rows:
+            console.print(f"{title}: none")
+            continue
+        table = Table(title=title, title_justify="left", show_lines=False)
+        for column in head:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    _print_notes(console.print, plan)
+    return buffer.getvalue()
+
+
+def _print_notes(emit: object, plan: Plan) -> None:
+    assert callable(emit)
+    for warning in plan.warnings:
+        emit(f"warning: {warning}")
+    for item in plan.unreclaimable:
+        emit(f"unreclaimable: {item}")
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(plan: Plan) -> str:
+    node_head, node_rows, move_head, move_rows, skip_head, skip_rows = _rows(plan)
+    lines = [f"# Plan at {plan.now.isoformat()}", "", _summary_line(plan), ""]
+    for title, head, rows in (
+        ("Nodes", node_head, node_rows),
+        ("Moves", move_head, move_rows),
+        ("Not moved", skip_head, skip_rows),
+    ):
+        lines += [f"## {title}", ""]
+        lines += _md_table(head, rows) if rows else ["None."]
+        lines.append("")
+    notes: list[str] = []
+    _print_notes(notes.append, plan)
+    if notes:
+        lines += ["## Notes", "", *[f"- {n}" for n in notes], ""]
+    return "\n".join(lines)
+
+
+def render(plan: Plan, output: Format) -> str:
+    if output == "json":
+        return json.dumps(plan.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    if output == "yaml":
+        return yaml.safe_dump(plan.to_dict(), sort_keys=False, allow_unicode=True, width=120)
+    if output == "markdown":
+        return render_markdown(plan)
+    return render_table(plan)

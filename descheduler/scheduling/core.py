@@ -1,0 +1,269 @@
+"""The load-aware scheduling core: feasibility, score and best node, vectorised over nodes.
+
+Used by the strategies (where can this pod go?), the migration controller (where to reserve)
+and the scheduler extender (filter and score real pods). Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from descheduler.model import Node, Pod, Reservation
+from descheduler.scheduling import predicates
+from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, METRIC_NONE, BoolArray, IntArray
+from descheduler.scheduling.view import ClusterView
+
+MAX_SCORE = 100
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The best node for a pod (or None), its score, and why the other nodes were refused."""
+
+    node: str | None
+    score: int
+    feasible: BoolArray
+    pod: Pod
+    view: ClusterView
+    node_fit: bool = True
+    considered: BoolArray | None = field(default=None, repr=False)
+
+    @cached_property
+    def rejected(self) -> Mapping[str, str]:
+        """node -> first failed predicate, for every considered node that was refused."""
+        table = self.view.table
+        out: dict[str, str] = {}
+        considered = self.considered if self.considered is not None else np.ones(table.size, dtype=np.bool_)
+        for row in np.flatnonzero(considered & ~self.feasible):
+            node = table.snapshot.node_by_name[table.names[row]]
+            out[node.name] = (
+                predicates.first_failure(self.pod, node, self.view, self.node_fit) or "excluded by the caller"
+            )
+        return out
+
+    def summary(self) -> str:
+        """Kube-scheduler style: "0/12 nodes fit: 7 insufficient cpu, 5 taint … not tolerated"."""
+        counts = Counter(_category(reason) for reason in self.rejected.values())
+        total = int(self.considered.sum()) if self.considered is not None else self.view.table.size
+        fit = int(self.feasible.sum())
+        detail = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"{fit}/{total} nodes fit" + (f": {detail}" if detail else "")
+
+
+def _category(reason: str) -> str:
+    """A reason without its numbers, to group nodes in a summary."""
+    for marker in (":", " would reach", " ("):
+        if marker in reason:
+            head = reason.split(marker, 1)[0]
+            if head:
+                return head
+    return reason
+
+
+def selector_mask(pod: Pod, view: ClusterView) -> BoolArray:
+    """nodeSelector and required node affinity, through the label index."""
+    table = view.table
+    n = table.size
+    mask = np.ones(n, dtype=np.bool_)
+    index = table.label_index()
+    for key, value in pod.node_selector.items():
+        rows = index.get(key, {}).get(value, [])
+        hit = np.zeros(n, dtype=np.bool_)
+        hit[rows] = True
+        mask &= hit
+    terms = pod.required_node_affinity
+    if terms is not None:
+        any_term = np.zeros(n, dtype=np.bool_)
+        for term in terms:
+            if not term.match_expressions and not term.match_fields:
+                continue
+            term_mask = np.ones(n, dtype=np.bool_)
+            for req in term.match_expressions:
+                values = index.get(req.key, {})
+                if req.operator in ("In", "NotIn", "Exists", "DoesNotExist"):
+                    hit = np.zeros(n, dtype=np.bool_)
+                    for value, rows in values.items():
+                        if req.matches(value):
+                            hit[rows] = True
+                    if req.matches(None):  # NotIn / DoesNotExist also match nodes without the key
+                        has_key = np.zeros(n, dtype=np.bool_)
+                        for rows in values.values():
+                            has_key[rows] = True
+                        hit |= ~has_key
+                    term_mask &= hit
+                else:  # Gt / Lt compare integers
+                    hit = np.zeros(n, dtype=np.bool_)
+                    for value, rows in values.items():
+                        if req.matches(value):
+                            hit[rows] = True
+                    term_mask &= hit
+            for req in term.match_fields:
+                hit = np.array([req.matches(name if req.key == "metadata.name" else None) for name in table.names])
+                term_mask &= hit
+            any_term |= term_mask
+        mask &= any_term
+    return mask
+
+
+def taint_mask(pod: Pod, view: ClusterView) -> BoolArray:
+    table = view.table
+    tolerated = np.array(
+        [all(any(t.tolerates(taint) for t in pod.tolerations) for taint in group) for group in table.taint_groups],
+        dtype=np.bool_,
+    )
+    if tolerated.size == 0:
+        return np.ones(table.size, dtype=np.bool_)
+    return tolerated[table.taint_group]
+
+
+def owned_reservations(pod: Pod, view: ClusterView) -> list[Reservation]:
+    return [
+        r
+        for r in view.table.snapshot.reservations
+        if r.holds_room and r.node_name in view.table.index and r.owned_by(pod)
+    ]
+
+
+def fit_mask(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> BoolArray:
+    table = view.table
+    need = table.load_of(pod).requests
+    unknown = [name for name in pod.requests if name not in table.column and pod.requests[name] > 0]
+    if unknown:
+        return np.zeros(table.size, dtype=np.bool_)
+    cols = np.flatnonzero(need > 0)
+    free = table.alloc[:, cols] - view.requested[:, cols] - table.reserved[:, cols]
+    for reservation in owned:
+        free[table.index[reservation.node_name]] += table.vector(reservation.resources)[cols]
+    fits: BoolArray = np.all(free >= need[cols], axis=1)
+    return fits
+
+
+def anti_affinity_mask(pod: Pod, view: ClusterView) -> BoolArray:
+    table = view.table
+    mask = np.ones(table.size, dtype=np.bool_)
+    snapshot = table.snapshot
+    for term in pod.anti_affinity:
+        taken = {
+            snapshot.node_by_name[node].labels.get(term.topology_key)
+            for _, node in predicates._term_nodes(pod, term, view)
+        }
+        taken.discard(None)
+        index = table.label_index().get(term.topology_key, {})
+        for domain in taken:
+            assert domain is not None
+            mask[index.get(domain, [])] = False
+    return mask
+
+
+def load_mask(pod: Pod, view: ClusterView) -> BoolArray:
+    """Nodes the load filter accepts (scheduling-core.md §3)."""
+    table = view.table
+    args = table.args
+    n = table.size
+    if pod.is_daemonset:
+        return np.ones(n, dtype=np.bool_)
+    load = table.load_of(pod)
+    base = view.estimated
+    thresholds = table.thresholds
+    if args.aggregated is not None:
+        rows = table.has_aggregated
+        base = np.where(rows[:, None], view.aggregated, base)
+        thresholds = np.where(rows[:, None], table.aggregated_thresholds, thresholds)
+    if load.prod:
+        rows = table.prod_thresholds.any(axis=1)
+        base = np.where(rows[:, None], view.prod_estimated, base)
+        thresholds = np.where(rows[:, None], table.prod_thresholds, thresholds)
+    after = base + load.estimate
+    over = (thresholds > 0) & (table.alloc > 0) & (after * 100 > thresholds * table.alloc)
+    reject: BoolArray = over.any(axis=1) & (table.metric != METRIC_NONE)
+    expired = table.metric == METRIC_EXPIRED
+    if args.filter_expired_node_metrics:
+        reject = (reject | expired) & ~(expired & args.enable_schedule_when_node_metrics_expired)
+    return ~reject
+
+
+def feasible_mask(
+    pod: Pod,
+    view: ClusterView,
+    *,
+    node_fit: bool = True,
+    allowed: BoolArray | None = None,
+    owned: Iterable[Reservation] = (),
+) -> BoolArray:
+    """All predicates of scheduling-core.md §2 for every node at once."""
+    table = view.table
+    mask = table.schedulable.copy()
+    if allowed is not None:
+        mask &= allowed
+    if node_fit:
+        mask &= selector_mask(pod, view)
+        mask &= taint_mask(pod, view)
+        mask &= fit_mask(pod, view, owned)
+        if pod.anti_affinity:
+            mask &= anti_affinity_mask(pod, view)
+    mask &= load_mask(pod, view)
+    return mask
+
+
+def scores(pod: Pod, view: ClusterView) -> IntArray:
+    """The load-aware score of every node for this pod (scheduling-core.md §5)."""
+    table = view.table
+    args = table.args
+    used = view.estimated + table.load_of(pod).estimate
+    alloc = table.alloc
+    weights = [(table.column[name], w) for name, w in args.resource_weights.items() if name in table.column and w > 0]
+    cols = [c for c, _ in weights]
+    w = np.array([w for _, w in weights], dtype=np.int64)
+    a, u = alloc[:, cols], used[:, cols]
+    least = np.where((a > 0) & (u <= a), (a - u) * MAX_SCORE // np.maximum(a, 1), 0)
+    dominant = args.dominant_resource_weight
+    total = least @ w + (dominant * least.min(axis=1) if dominant and cols else 0)
+    out: IntArray = total // max(int(w.sum()) + dominant, 1)
+    out[table.metric != METRIC_FRESH] = 0
+    return out
+
+
+def best_node(
+    pod: Pod,
+    view: ClusterView,
+    *,
+    exclude: Iterable[str] = (),
+    allowed: BoolArray | None = None,
+    node_fit: bool = True,
+) -> Choice:
+    """The highest-scoring feasible node (ties by name); a node the pod has reserved wins."""
+    table = view.table
+    considered = np.ones(table.size, dtype=np.bool_) if allowed is None else allowed.copy()
+    for name in exclude:
+        row = table.index.get(name)
+        if row is not None:
+            considered[row] = False
+    owned = owned_reservations(pod, view) if node_fit else []
+    feasible = feasible_mask(pod, view, node_fit=node_fit, allowed=considered, owned=owned)
+    if not feasible.any():
+        return Choice(None, 0, feasible, pod, view, node_fit, considered)
+    for reservation in owned:
+        if feasible[table.index[reservation.node_name]]:
+            return Choice(reservation.node_name, MAX_SCORE, feasible, pod, view, node_fit, considered)
+    node_scores = scores(pod, view)
+    masked = np.where(feasible, node_scores, -1)
+    row = int(np.argmax(masked))
+    return Choice(table.names[row], int(masked[row]), feasible, pod, view, node_fit, considered)
+
+
+def feasible(pod: Pod, node: Node | str, view: ClusterView, node_fit: bool = True) -> str | None:
+    """Why the pod cannot go to this node, or None when it can."""
+    if isinstance(node, str):
+        node = view.table.snapshot.node_by_name[node]
+    return predicates.first_failure(pod, node, view, node_fit)
+
+
+def score(pod: Pod, node: str, view: ClusterView) -> int:
+    if any(r.node_name == node for r in owned_reservations(pod, view)):
+        return MAX_SCORE
+    return int(scores(pod, view)[view.table.index[node]])

@@ -1,0 +1,341 @@
+"""The node table: a snapshot's nodes as NumPy arrays, built once per cycle.
+
+Rows are nodes sorted by name (so argmax breaks ties by name); columns are resources. All
+quantities are int64 integer units. The table is immutable; `ClusterView` layers assumed moves
+on top of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, Pod, Taint
+from descheduler.policy import SchedulingArgs
+from descheduler.priority import is_prod
+from descheduler.resources import Resources
+from descheduler.scheduling.estimator import estimate, estimate_pod
+from descheduler.snapshot import Snapshot
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+METRIC_NONE, METRIC_FRESH, METRIC_EXPIRED = 0, 1, 2
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+_AGGREGATION_SECONDS = {"avg", "p50", "p90", "p95", "p99"}
+
+
+@dataclass(frozen=True, slots=True)
+class PodLoad:
+    """What one pod weighs: requests, measured usage and estimate, as vectors over the table's resources."""
+
+    requests: IntArray
+    usage: IntArray
+    estimate: IntArray
+    has_metric: bool
+    prod: bool
+
+
+@dataclass(slots=True)
+class NodeTable:
+    """Per-node arrays for vectorised predicates, load checks and scores."""
+
+    snapshot: Snapshot
+    args: SchedulingArgs
+    names: list[str]
+    index: dict[str, int]
+    resources: list[str]
+    column: dict[str, int]
+    measured: frozenset[str]
+    alloc: IntArray
+    requested: IntArray
+    reserved: IntArray
+    usage: IntArray  # lownodeload.md §3.1 usage, corrected for moves in flight
+    prod_usage: IntArray
+    estimated: IntArray  # usage + what metrics cannot show yet (scheduling-core.md §4)
+    prod_estimated: IntArray
+    aggregated: IntArray
+    has_aggregated: BoolArray
+    metric: npt.NDArray[np.int8]
+    metric_age: list[float | None]
+    schedulable: BoolArray
+    thresholds: FloatArray
+    prod_thresholds: FloatArray
+    aggregated_thresholds: FloatArray
+    taint_group: npt.NDArray[np.int32]
+    taint_groups: list[tuple[Taint, ...]]
+    pod_loads: dict[str, PodLoad] = field(default_factory=dict)
+    _labels: dict[str, dict[str, list[int]]] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def vector(self, values: Mapping[str, int]) -> IntArray:
+        """A resource vector as a row over the table's columns (unknown resources dropped)."""
+        row = np.zeros(len(self.resources), dtype=np.int64)
+        for name, value in values.items():
+            col = self.column.get(name)
+            if col is not None:
+                row[col] = value
+        return row
+
+    def to_resources(self, row: IntArray, names: Sequence[str] | None = None) -> Resources:
+        cols = names if names is not None else self.resources
+        return Resources({n: int(row[self.column[n]]) for n in cols if n in self.column})
+
+    def label_index(self) -> dict[str, dict[str, list[int]]]:
+        """label key -> value -> node rows; built on first use."""
+        if self._labels is None:
+            index: dict[str, dict[str, list[int]]] = {}
+            for row, name in enumerate(self.names):
+                for key, value in self.snapshot.node_by_name[name].labels.items():
+                    index.setdefault(key, {}).setdefault(value, []).append(row)
+            self._labels = index
+        return self._labels
+
+    def load_of(self, pod: Pod) -> PodLoad:
+        """The pod's requests, measured usage and estimate (cached per pod)."""
+        cached = self.pod_loads.get(pod.key)
+        if cached is not None:
+            return cached
+        load = _pod_load(self, pod)
+        self.pod_loads[pod.key] = load
+        return load
+
+
+def build_table(snapshot: Snapshot, args: SchedulingArgs, extra_resources: Sequence[str] = ()) -> NodeTable:
+    """Index a snapshot for the scheduling core."""
+    nodes = snapshot.nodes
+    names = [n.name for n in nodes]
+    index = {name: i for i, name in enumerate(names)}
+    measured = frozenset({"cpu", "memory"}).union(*(u.usage.keys() for u in snapshot.node_usage.values()))
+    resource_names: set[str] = {"cpu", "memory", "pods", *extra_resources}
+    for node in nodes:
+        resource_names.update(node.allocatable)
+    for pod in snapshot.pods:
+        resource_names.update(pod.requests)
+    resource_names.update(args.usage_thresholds)
+    resources = ["cpu", "memory", "pods", *sorted(resource_names - {"cpu", "memory", "pods"})]
+    column = {name: i for i, name in enumerate(resources)}
+    n, r = len(nodes), len(resources)
+
+    table = NodeTable(
+        snapshot=snapshot,
+        args=args,
+        names=names,
+        index=index,
+        resources=resources,
+        column=column,
+        measured=measured,
+        alloc=np.zeros((n, r), dtype=np.int64),
+        requested=np.zeros((n, r), dtype=np.int64),
+        reserved=np.zeros((n, r), dtype=np.int64),
+        usage=np.zeros((n, r), dtype=np.int64),
+        prod_usage=np.zeros((n, r), dtype=np.int64),
+        estimated=np.zeros((n, r), dtype=np.int64),
+        prod_estimated=np.zeros((n, r), dtype=np.int64),
+        aggregated=np.zeros((n, r), dtype=np.int64),
+        has_aggregated=np.zeros(n, dtype=np.bool_),
+        metric=np.zeros(n, dtype=np.int8),
+        metric_age=[None] * n,
+        schedulable=np.array([nd.ready and not nd.unschedulable for nd in nodes], dtype=np.bool_),
+        thresholds=np.zeros((n, r), dtype=np.float64),
+        prod_thresholds=np.zeros((n, r), dtype=np.float64),
+        aggregated_thresholds=np.zeros((n, r), dtype=np.float64),
+        taint_group=np.zeros(n, dtype=np.int32),
+        taint_groups=[],
+    )
+    _fill_nodes(table, nodes, args)
+    _fill_pods(table, snapshot, args)
+    _fill_in_flight(table, snapshot)
+    return table
+
+
+def _fill_nodes(table: NodeTable, nodes: Sequence[Node], args: SchedulingArgs) -> None:
+    groups: dict[tuple[Taint, ...], int] = {}
+    expiration = args.node_metric_expiration_seconds
+    aggregation = args.aggregated
+    duration = (
+        int(aggregation.usage_aggregated_duration.total_seconds())
+        if aggregation is not None and isinstance(aggregation.usage_aggregated_duration, timedelta)
+        else None
+    )
+    for row, node in enumerate(nodes):
+        table.alloc[row] = table.vector(node.allocatable)
+        blocking = tuple(t for t in node.taints if t.effect in _BLOCKING_EFFECTS)
+        table.taint_group[row] = groups.setdefault(blocking, len(groups))
+        usage, prod, agg = _thresholds(node, args)
+        table.thresholds[row] = _percent_row(table, usage)
+        table.prod_thresholds[row] = _percent_row(table, prod)
+        table.aggregated_thresholds[row] = _percent_row(table, agg)
+        metric = table.snapshot.node_usage.get(node.name)
+        if metric is None:
+            continue
+        age = (table.snapshot.now - metric.timestamp).total_seconds()
+        table.metric_age[row] = age
+        table.metric[row] = METRIC_FRESH if age <= expiration else METRIC_EXPIRED
+        if aggregation is not None:
+            value = metric.aggregate(aggregation.usage_aggregation_type, duration)
+            if value is not None:
+                table.aggregated[row] = table.vector(value)
+                table.has_aggregated[row] = True
+    table.taint_groups = list(groups)
+
+
+def _thresholds(node: Node, args: SchedulingArgs) -> tuple[Mapping[str, float], Mapping[str, float], Mapping[str, float]]:
+    """The node's load thresholds: the policy's, replaced part by part by the node annotation."""
+    usage: Mapping[str, float] = args.usage_thresholds
+    prod: Mapping[str, float] = args.prod_usage_thresholds or {}
+    agg: Mapping[str, float] = args.aggregated.usage_thresholds if args.aggregated is not None else {}
+    raw = node.annotations.get(ANNOTATION_USAGE_THRESHOLDS)
+    if raw:
+        try:
+            custom = json.loads(raw)
+        except ValueError:
+            custom = None
+        if isinstance(custom, dict):
+            usage = _percent_map(custom.get("usageThresholds"), usage)
+            prod = _percent_map(custom.get("prodUsageThresholds"), prod)
+            aggregated = custom.get("aggregatedUsage")
+            if isinstance(aggregated, dict):
+                agg = _percent_map(aggregated.get("usageThresholds"), agg)
+    return usage, prod, agg
+
+
+def _percent_map(raw: object, fallback: Mapping[str, float]) -> Mapping[str, float]:
+    """A valid {resource: 0..100} map from an annotation, else the fallback (a bad one is ignored)."""
+    if not isinstance(raw, dict):
+        return fallback
+    out: dict[str, float] = {}
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+            return fallback
+        out[str(key)] = float(value)
+    return out
+
+
+def _percent_row(table: NodeTable, percents: Mapping[str, float]) -> FloatArray:
+    row = np.zeros(len(table.resources), dtype=np.float64)
+    for name, value in percents.items():
+        col = table.column.get(name)
+        if col is not None:
+            row[col] = value
+    return row
+
+
+def _pod_load(table: NodeTable, pod: Pod) -> PodLoad:
+    requests = table.vector(pod.requests)
+    requests[table.column["pods"]] = 1
+    metric = table.snapshot.pod_usage.get(pod.key)
+    # Measured resources come from the pod's metric; the others (extended, pods) from requests.
+    usage = requests.copy()
+    for name in table.measured:
+        col = table.column.get(name)
+        if col is not None:
+            usage[col] = metric.usage[name] if metric is not None else 0
+    estimate = table.vector(estimate_pod(pod, table.args.estimated_scaling_factors))
+    for name in table.resources:
+        if name not in table.measured:
+            estimate[table.column[name]] = requests[table.column[name]]
+    return PodLoad(requests=requests, usage=usage, estimate=estimate, has_metric=metric is not None, prod=is_prod(pod))
+
+
+def _reported(table: NodeTable, pod: Pod, load: PodLoad) -> bool:
+    """Whether the node's last metric report can already include this pod (scheduling-core.md §4)."""
+    if not load.has_metric:
+        return False
+    metric = table.snapshot.node_usage.get(pod.node_name)
+    if metric is None or pod.scheduled_at is None:
+        return True
+    return pod.scheduled_at <= metric.timestamp - timedelta(seconds=metric.report_interval_seconds)
+
+
+def _fill_pods(table: NodeTable, snapshot: Snapshot, args: SchedulingArgs) -> None:
+    measured_cols = [table.column[n] for n in table.measured if n in table.column]
+    for row, name in enumerate(table.names):
+        pods = snapshot.pods_by_node.get(name, ())
+        metric = snapshot.node_usage.get(name)
+        pod_sum = np.zeros(len(table.resources), dtype=np.int64)
+        leaving = np.zeros(len(table.resources), dtype=np.int64)
+        unreported = np.zeros(len(table.resources), dtype=np.int64)
+        prod_unreported = np.zeros(len(table.resources), dtype=np.int64)
+        prod = np.zeros(len(table.resources), dtype=np.int64)
+        for pod in pods:
+            if pod.terminal:
+                continue
+            load = table.load_of(pod)
+            table.requested[row] += load.requests
+            pod_sum += load.usage
+            if pod.deleting:
+                # Terminating pods still hold their requests but their load is already leaving.
+                leaving += load.usage
+                continue
+            extra = np.maximum(load.estimate - load.usage, 0) if not _reported(table, pod, load) else None
+            if extra is not None:
+                unreported += extra
+            if load.prod:
+                prod += load.usage
+                if extra is not None:
+                    prod_unreported += extra
+        if metric is None:
+            table.usage[row] = pod_sum - leaving
+            table.prod_usage[row] = prod
+            continue
+        node_total = table.vector(metric.usage)
+        if metric.system_usage is not None:
+            system = table.vector(metric.system_usage)
+        else:
+            system = np.maximum(node_total - pod_sum, 0)
+        usage = pod_sum - leaving
+        usage[measured_cols] += system[measured_cols]
+        table.usage[row] = usage
+        table.prod_usage[row] = prod
+        table.estimated[row] = usage + unreported
+        table.prod_estimated[row] = prod + prod_unreported
+        if table.has_aggregated[row]:
+            table.aggregated[row] = np.maximum(table.aggregated[row] - leaving, 0) + unreported
+    for reservation in snapshot.reservations:
+        if reservation.holds_room and reservation.node_name in table.index:
+            table.reserved[table.index[reservation.node_name]] += table.vector(reservation.resources)
+
+
+def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
+    """Moves already under way count where they are going, not where they were (scheduling-core.md §4)."""
+    factors = table.args.estimated_scaling_factors
+    pods = {p.key: p for p in snapshot.pods}
+    for reservation in snapshot.reservations:
+        row = table.index.get(reservation.node_name)
+        if row is None or not reservation.holds_room:
+            continue
+        # The replacement is not running yet: count what the estimator expects of its requests.
+        incoming = table.vector(estimate(reservation.resources, reservation.resources, factors))
+        table.usage[row] += incoming
+        table.estimated[row] += incoming
+        table.aggregated[row] += incoming
+    for job in snapshot.jobs:
+        pod = pods.get(f"{job.pod.namespace}/{job.pod.name}")
+        if not job.active or pod is None or pod.deleting or pod.terminal or pod.node_name not in table.index:
+            continue
+        load = table.load_of(pod)
+        source = table.index[pod.node_name]
+        table.usage[source] -= load.usage
+        table.estimated[source] -= load.usage
+        if load.prod:
+            table.prod_usage[source] -= load.usage
+            table.prod_estimated[source] -= load.usage
+        target = table.index.get(job.target_node)
+        if target is not None and not any(
+            r.holds_room and r.node_name == job.target_node and r.owned_by(pod) for r in snapshot.reservations
+        ):
+            incoming = np.maximum(load.usage, load.estimate)
+            table.usage[target] += incoming
+            table.estimated[target] += incoming
+    np.maximum(table.usage, 0, out=table.usage)
+    np.maximum(table.estimated, 0, out=table.estimated)

@@ -1,0 +1,488 @@
+"""LowNodeLoad: move load off hot nodes onto cool ones (design: lownodeload.md).
+
+Pure: a snapshot view and arguments in, moves and reasons out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar
+
+import msgspec
+import numpy as np
+
+from descheduler.evictor import eviction_refusal
+from descheduler.model import ANNOTATION_DELETION_COST, ANNOTATION_EVICTION_COST, ANNOTATION_PREFER_NO_EVICTION, Pod
+from descheduler.plan import Migration, Mode, NodeClass, NodeReport, PodKey, Skip
+from descheduler.policy import LowNodeLoadArgs, PoolArgs
+from descheduler.priority import BAND_RANK, priority_band
+from descheduler.scheduling import best_node
+from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, BoolArray, FloatArray, IntArray
+from descheduler.strategy import PlanContext, StrategyResult
+from strategies.victims import minimal_cover
+
+_QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+_EPOCH = datetime.fromtimestamp(0).astimezone()
+
+
+@dataclass(slots=True)
+class Pass:
+    """One classification of a pool's nodes: the node pass, or the prod pass."""
+
+    kind: str  # "node" | "prod"
+    pool: PoolArgs
+    rows: IntArray  # table rows of the pool's nodes
+    resources: list[str]
+    cols: list[int]
+    low: FloatArray  # absolute thresholds per (pool row, resource) in units
+    high: FloatArray
+    low_pct: FloatArray
+    high_pct: FloatArray
+    classes: list[NodeClass]
+    reasons: list[str]
+    hot_cycles: list[int]
+
+    @property
+    def label(self) -> str:
+        return "prod " if self.kind == "prod" else ""
+
+
+class LowNodeLoad:
+    name: ClassVar[str] = "LowNodeLoad"
+    args_model: ClassVar[type[LowNodeLoadArgs]] = LowNodeLoadArgs
+
+    def plan(self, ctx: PlanContext, args: LowNodeLoadArgs) -> StrategyResult:
+        result = StrategyResult()
+        table = ctx.table
+        pools = args.effective_pools()
+        considered = ctx.considered.copy()
+        if args.node_selector is not None:
+            considered &= np.array(
+                [args.node_selector.matches(ctx.snapshot.node_by_name[n].labels) for n in table.names], dtype=np.bool_
+            )
+        assigned = np.zeros(table.size, dtype=np.bool_)
+        for pool in pools:
+            members = considered & ~assigned
+            if pool.node_selector is not None:
+                selector = pool.node_selector
+                members &= np.array(
+                    [selector.matches(ctx.snapshot.node_by_name[n].labels) for n in table.names], dtype=np.bool_
+                )
+            assigned |= members
+            rows = np.flatnonzero(members)
+            if rows.size == 0:
+                if pool.node_selector is not None:
+                    result.warnings.append(f"LowNodeLoad: node pool {pool.name} selects no node")
+                continue
+            _warn_never(pool, rows, args, result)
+            node_pass = _classify(ctx, pool, rows, "node", result)
+            result.nodes.extend(_node_reports(ctx, node_pass))
+            _relieve(ctx, args, node_pass, result)
+            if pool.has_prod_thresholds:
+                prod_pass = _classify(ctx, pool, rows, "prod", result)
+                _attach_prod_class(ctx, result, prod_pass)
+                _relieve(ctx, args, prod_pass, result)
+        return result
+
+
+# --- classification ----------------------------------------------------------------------
+
+
+def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: str, result: StrategyResult) -> Pass:
+    table, view = ctx.table, ctx.view
+    if kind == "prod":
+        assert pool.prod_low_thresholds is not None and pool.prod_high_thresholds is not None
+        low_map, high_map, usage = pool.prod_low_thresholds, pool.prod_high_thresholds, view.prod_usage
+    else:
+        low_map, high_map, usage = pool.low_thresholds, pool.high_thresholds, view.usage
+    resources = sorted(high_map)
+    cols = [table.column[r] for r in resources]
+    alloc = table.alloc[np.ix_(rows, cols)].astype(np.float64)
+    used = usage[np.ix_(rows, cols)].astype(np.float64)
+    fresh = table.metric[rows] == METRIC_FRESH
+    low_pct = np.tile(np.array([low_map[r] for r in resources], dtype=np.float64), (rows.size, 1))
+    high_pct = np.tile(np.array([high_map[r] for r in resources], dtype=np.float64), (rows.size, 1))
+    if pool.use_deviation_thresholds:
+        # Offsets around the pool's mean usage percent, over every node with a fresh metric.
+        pct = np.divide(used * 100, alloc, out=np.zeros_like(used), where=alloc > 0)
+        mean = pct[fresh].mean(axis=0) if fresh.any() else np.zeros(len(resources))
+        low_pct = np.clip(mean - low_pct, 0, 100)
+        high_pct = np.clip(mean + high_pct, 0, 100)
+    low_abs, high_abs = low_pct * alloc / 100, high_pct * alloc / 100
+    over = used > high_abs
+    under = used <= low_abs
+    schedulable = table.schedulable[rows]
+    previous = ctx.state.get("hot", {})
+    classes: list[NodeClass] = []
+    reasons: list[str] = []
+    hot_cycles: list[int] = []
+    for i, row in enumerate(rows):
+        name = table.names[row]
+        key = f"{kind}:{name}"
+        state = int(table.metric[row])
+        if state != METRIC_FRESH:
+            classes.append("excluded")
+            if state == METRIC_EXPIRED:
+                age = table.metric_age[row] or 0.0
+                limit = table.args.node_metric_expiration_seconds
+                reasons.append(f"node metric is stale ({age:.0f}s old > {limit}s)")
+            else:
+                reasons.append("no node metric")
+            hot_cycles.append(0)
+            continue
+        pct = _percents(used[i], alloc[i])
+        if over[i].any():
+            classes.append("high")
+            hot = int(previous.get(key, 0)) + 1
+            hot_cycles.append(hot)
+            result.state.setdefault("hot", {})[key] = hot
+            words = [
+                f"{r} {pct[j]:.0f}% > {_label(kind)}high {high_pct[i, j]:.0f}%"
+                for j, r in enumerate(resources)
+                if over[i, j]
+            ]
+            reasons.append(f"{kind + ' ' if kind == 'prod' else ''}" + ", ".join(words))
+        elif under[i].all() and schedulable[i]:
+            classes.append("low")
+            hot_cycles.append(0)
+            reasons.append(
+                ", ".join(f"{r} {pct[j]:.0f}% ≤ {_label(kind)}low {low_pct[i, j]:.0f}%" for j, r in enumerate(resources))
+            )
+        else:
+            classes.append("normal")
+            hot_cycles.append(0)
+            if under[i].all():
+                reasons.append("cool but not schedulable (cordoned or not Ready)")
+            else:
+                reasons.append(
+                    ", ".join(
+                        f"{r} {pct[j]:.0f}% between {low_pct[i, j]:.0f}% and {high_pct[i, j]:.0f}%"
+                        for j, r in enumerate(resources)
+                        if not under[i, j]
+                    )
+                )
+    return Pass(kind, pool, rows, resources, cols, low_abs, high_abs, low_pct, high_pct, classes, reasons, hot_cycles)
+
+
+def _label(kind: str) -> str:
+    return "prod " if kind == "prod" else ""
+
+
+def _percents(used: FloatArray, alloc: FloatArray) -> FloatArray:
+    out: FloatArray = np.divide(used * 100, alloc, out=np.zeros_like(used), where=alloc > 0)
+    return out
+
+
+def _node_reports(ctx: PlanContext, p: Pass) -> list[NodeReport]:
+    table = ctx.table
+    needed = p.pool.anomaly_condition.consecutive_abnormalities
+    reports = []
+    for i, row in enumerate(p.rows):
+        alloc = table.alloc[row, p.cols].astype(np.float64)
+        used = ctx.view.usage[row, p.cols].astype(np.float64)
+        ratios = np.divide(used, alloc, out=np.zeros_like(used), where=alloc > 0)
+        reason = p.reasons[i]
+        if p.classes[i] == "high" and p.hot_cycles[i] < needed:
+            reason += f" (hot for {p.hot_cycles[i]} of {needed} cycles; not acting yet)"
+        reports.append(
+            NodeReport(
+                name=table.names[row],
+                node_class=p.classes[i],
+                reason=reason,
+                pool=p.pool.name,
+                strategy=LowNodeLoad.name,
+                usage={} if p.classes[i] == "excluded" else {r: float(ratios[j]) for j, r in enumerate(p.resources)},
+                low={r: float(p.low_pct[i, j]) / 100 for j, r in enumerate(p.resources)},
+                high={r: float(p.high_pct[i, j]) / 100 for j, r in enumerate(p.resources)},
+                hot_cycles=p.hot_cycles[i],
+                hot_cycles_needed=needed,
+            )
+        )
+    return reports
+
+
+def _attach_prod_class(ctx: PlanContext, result: StrategyResult, p: Pass) -> None:
+    """Add the prod pass's class (and its reason when hot) to the node pass's reports."""
+    by_name = {r.name: i for i, r in enumerate(result.nodes) if r.pool == p.pool.name}
+    for i, row in enumerate(p.rows):
+        index = by_name.get(ctx.table.names[row])
+        if index is None:
+            continue
+        report = result.nodes[index]
+        extra = f"; {p.reasons[i]}" if p.classes[i] == "high" else ""
+        result.nodes[index] = msgspec.structs.replace(report, prod_class=p.classes[i], reason=report.reason + extra)
+
+
+def _warn_never(pool: PoolArgs, rows: IntArray, args: LowNodeLoadArgs, result: StrategyResult) -> None:
+    """Configurations that can never move anything are reported, not silently ignored."""
+    prefix = f"LowNodeLoad pool {pool.name}"
+    if not pool.use_deviation_thresholds:
+        zero = sorted(r for r, v in pool.low_thresholds.items() if v <= 0)
+        if zero:
+            result.warnings.append(f"{prefix}: lowThresholds {', '.join(zero)} are 0%, so no node can ever be low")
+        full = sorted(r for r, v in pool.high_thresholds.items() if v >= 100)
+        if len(full) == len(pool.high_thresholds):
+            result.warnings.append(f"{prefix}: every highThreshold is 100%, so no node can ever be high")
+    if pool.number_of_nodes >= rows.size:
+        result.warnings.append(
+            f"{prefix}: numberOfNodes {pool.number_of_nodes} needs more low nodes than the pool's {rows.size} node(s)"
+        )
+    del args
+
+
+# --- relieving hot nodes -----------------------------------------------------------------
+
+
+def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, result: StrategyResult) -> None:
+    table = ctx.table
+    needed = p.pool.anomaly_condition.consecutive_abnormalities
+    highs = [i for i, c in enumerate(p.classes) if c == "high"]
+    sources = [i for i in highs if p.hot_cycles[i] >= needed]
+    lows = [i for i, c in enumerate(p.classes) if c == "low"]
+    where = f"LowNodeLoad pool {p.pool.name}{' prod pass' if p.kind == 'prod' else ''}"
+    if not sources:
+        return
+    if not lows:
+        result.warnings.append(f"{where}: {len(sources)} hot node(s) but no low node to move load to")
+        return
+    if len(lows) <= p.pool.number_of_nodes:
+        result.warnings.append(
+            f"{where}: {len(lows)} low node(s) ≤ numberOfNodes {p.pool.number_of_nodes}; not acting"
+        )
+        return
+    if len(lows) == len(p.rows):
+        return
+    low_mask = np.zeros(table.size, dtype=np.bool_)
+    low_mask[p.rows[lows]] = True
+    high_abs = np.zeros((table.size, len(p.cols)), dtype=np.float64)
+    high_abs[p.rows] = p.high
+    prod_high = _prod_high(ctx, p)
+    weights = np.array([p.pool.resource_weights.get(r, 0) for r in p.resources], dtype=np.float64)
+    if weights.sum() <= 0:
+        weights = np.ones(len(p.resources))
+
+    def hotness(i: int) -> float:
+        row = p.rows[i]
+        alloc = table.alloc[row, p.cols].astype(np.float64)
+        used = _usage(ctx, p)[row, p.cols].astype(np.float64)
+        return float((weights * _percents(used, alloc)).sum() / weights.sum())
+
+    for i in sorted(sources, key=lambda i: (-hotness(i), table.names[p.rows[i]])):
+        _relieve_node(ctx, args, p, i, low_mask, high_abs, prod_high, weights, result)
+
+
+def _usage(ctx: PlanContext, p: Pass) -> IntArray:
+    return ctx.view.prod_usage if p.kind == "prod" else ctx.view.usage
+
+
+def _prod_high(ctx: PlanContext, p: Pass) -> FloatArray | None:
+    """Absolute prod high thresholds for every node of the pool, for the every-tier-stays-cool check."""
+    pool = p.pool
+    if pool.prod_high_thresholds is None:
+        return None
+    table = ctx.table
+    out = np.full((table.size, len(p.cols)), np.inf)
+    pct = np.array([pool.prod_high_thresholds.get(r, 100.0) for r in p.resources], dtype=np.float64)
+    out[p.rows] = table.alloc[np.ix_(p.rows, p.cols)] * pct / 100
+    return out
+
+
+def _relieve_node(
+    ctx: PlanContext,
+    args: LowNodeLoadArgs,
+    p: Pass,
+    i: int,
+    low_mask: BoolArray,
+    high_abs: FloatArray,
+    prod_high: FloatArray | None,
+    weights: FloatArray,
+    result: StrategyResult,
+) -> None:
+    table, view = ctx.table, ctx.view
+    row = int(p.rows[i])
+    node = table.names[row]
+    usage = _usage(ctx, p)
+    candidates = _candidates(ctx, args, p, node, result)
+    excess0 = np.maximum(usage[row, p.cols] - high_abs[row], 0)
+    candidates.sort(key=_sort_key(ctx, args, p, excess0, weights))
+    node_high = _node_high(ctx, p, high_abs)
+    mode: Mode = "ReservationFirst" if args.node_fit else "EvictDirectly"
+    if ctx.policy.migration.default_mode == "EvictDirectly":
+        mode = "EvictDirectly"
+
+    def over() -> BoolArray:
+        over_now: BoolArray = usage[row, p.cols] > high_abs[row]
+        return over_now
+
+    def reason() -> str:
+        return f"node {node} {p.reasons[i]}"
+
+    def try_move(pod: Pod) -> bool:
+        """Plan one move; False (with a skip recorded) when the pod cannot go anywhere."""
+        over_now = over()
+        load = table.load_of(pod)
+        pod_usage = load.usage[p.cols]
+        if not (pod_usage[over_now] > 0).any():
+            over_names = ", ".join(r for j, r in enumerate(p.resources) if over_now[j])
+            _skip(result, pod, node, f"uses none of the resources the node is over on ({over_names})")
+            return False
+        refusal = ctx.budget.refusal(pod, node)
+        if refusal is not None:
+            _skip(result, pod, node, refusal)
+            return False
+        allowed = low_mask.copy()
+        allowed[row] = False
+        # Every tier of the target must stay cool after the move (lownodeload.md §3.7).
+        cool = np.all(view.usage[:, p.cols] + pod_usage <= node_high, axis=1)
+        if p.kind == "prod":
+            cool &= np.all(view.prod_usage[:, p.cols] + pod_usage <= high_abs, axis=1)
+        elif prod_high is not None and load.prod:
+            cool &= np.all(view.prod_usage[:, p.cols] + pod_usage <= prod_high, axis=1)
+        allowed_cool = allowed & cool
+        if not allowed_cool.any():
+            _skip(result, pod, node, "no low node can take its usage and stay at or below its high threshold")
+            return False
+        choice = best_node(pod, view, allowed=allowed_cool, node_fit=args.node_fit)
+        if choice.node is None:
+            _skip(result, pod, node, f"no feasible low node: {choice.summary()}")
+            return False
+        view.move(pod, choice.node)
+        ctx.budget.take(pod, node)
+        result.migrations.append(
+            Migration(
+                pod=PodKey.of(pod),
+                uid=pod.uid,
+                strategy=LowNodeLoad.name,
+                source_node=node,
+                target_node=choice.node,
+                mode=mode,
+                reason=reason(),
+                usage=table.to_resources(load.usage, [r for r in p.resources if r != "pods"] or None),
+            )
+        )
+        return True
+
+    if args.victim_selection == "minimal":
+        _minimal(ctx, p, row, candidates, high_abs, over, try_move)
+    else:
+        for pod in candidates:
+            if not over().any():
+                break
+            try_move(pod)
+
+
+def _node_high(ctx: PlanContext, p: Pass, high_abs: FloatArray) -> FloatArray:
+    """Node-pass high thresholds as absolute units for every node (prod pass: the node tier too)."""
+    if p.kind == "node":
+        return high_abs
+    pool = p.pool
+    pct = np.array([pool.high_thresholds.get(r, 100.0) for r in p.resources], dtype=np.float64)
+    out = np.full_like(high_abs, np.inf)
+    out[p.rows] = ctx.table.alloc[np.ix_(p.rows, p.cols)] * pct / 100
+    return out
+
+
+def _minimal(
+    ctx: PlanContext,
+    p: Pass,
+    row: int,
+    candidates: list[Pod],
+    high_abs: FloatArray,
+    over: Callable[[], BoolArray],
+    try_move: Callable[[Pod], bool],
+) -> None:
+    """Move the smallest set of pods that brings the node to ≤ high; ties by the sort order."""
+    table = ctx.table
+    usage = _usage(ctx, p)
+    remaining = list(candidates)
+    while remaining and over().any():
+        excess = np.maximum(usage[row, p.cols] - high_abs[row], 0)
+        vectors = [table.load_of(pod).usage[p.cols] for pod in remaining]
+        chosen = minimal_cover(vectors, excess)
+        picks = [remaining[k] for k in chosen] if chosen is not None else list(remaining)
+        for pod in picks:
+            remaining.remove(pod)
+            if not over().any():
+                return
+            if not try_move(pod):
+                break  # re-solve without the pod that could not move
+        else:
+            if chosen is not None:
+                return
+
+
+def _candidates(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, node: str, result: StrategyResult) -> list[Pod]:
+    """Movable pods on the node (lownodeload.md §3.7); every refusal is recorded with its reason."""
+    out = []
+    evictor = ctx.policy.evictor
+    for pod in ctx.snapshot.pods_by_node.get(node, ()):
+        if ctx.view.node_of(pod) != node or pod.terminal:
+            continue
+        load = ctx.table.load_of(pod)
+        if p.kind == "prod" and not load.prod:
+            continue
+        if pod.key in ctx.moving:
+            _skip(result, pod, node, "already being moved by a migration job")
+            continue
+        refusal = eviction_refusal(pod, ctx.snapshot, evictor)
+        if refusal is None and args.evictable_namespaces is not None and not args.evictable_namespaces.allows(pod.namespace):
+            refusal = f"namespace {pod.namespace} is not in evictableNamespaces"
+        if refusal is None and args.pod_selectors and not any(s.selector.matches(pod.labels) for s in args.pod_selectors):
+            refusal = "matches none of podSelectors"
+        if refusal is None and not load.has_metric:
+            refusal = "no usage metric for the pod"
+        if refusal is not None:
+            _skip(result, pod, node, refusal)
+            continue
+        out.append(pod)
+    return out
+
+
+def _skip(result: StrategyResult, pod: Pod, node: str, reason: str) -> None:
+    result.skipped.append(Skip(pod=PodKey.of(pod), reason=reason, strategy=LowNodeLoad.name, node=node))
+
+
+def _int_annotation(pod: Pod, key: str) -> int:
+    try:
+        return int(pod.annotations.get(key, "0"))
+    except ValueError:
+        return 0
+
+
+def _sort_key(
+    ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, excess: FloatArray, weights: FloatArray
+) -> Callable[[Pod], tuple[Any, ...]]:
+    """Victim order (lownodeload.md §5); pods asking not to be evicted go last, names end every tie."""
+    table = ctx.table
+    over_cols = [j for j in range(len(p.cols)) if excess[j] > 0]
+
+    def usage_fit(pod: Pod) -> float:
+        used = table.load_of(pod).usage[p.cols]
+        total, weight = 0.0, 0.0
+        for j in over_cols:
+            ratio = float(used[j]) / float(excess[j])
+            score = ratio if ratio < 1 else 1 + 1 / ratio
+            total += weights[j] * score
+            weight += weights[j]
+        return -(total / weight) if weight else 0.0
+
+    keys: Mapping[str, Callable[[Pod], Any]] = {
+        "priorityClass": lambda pod: BAND_RANK[priority_band(pod)],
+        "priority": lambda pod: pod.priority or 0,
+        "qos": lambda pod: _QOS_RANK[pod.qos],
+        "deletionCost": lambda pod: _int_annotation(pod, ANNOTATION_DELETION_COST),
+        "evictionCost": lambda pod: _int_annotation(pod, ANNOTATION_EVICTION_COST),
+        "usageFit": usage_fit,
+        "age": lambda pod: -(pod.created or _EPOCH).timestamp(),
+        "name": lambda pod: (pod.namespace, pod.name),
+    }
+    order: Sequence[str] = [*args.pod_sort_keys, *([] if "name" in args.pod_sort_keys else ["name"])]
+    funcs = [keys[k] for k in order]
+
+    def key(pod: Pod) -> tuple[Any, ...]:
+        prefer_not = pod.annotations.get(ANNOTATION_PREFER_NO_EVICTION) is not None
+        return (prefer_not, *(f(pod) for f in funcs))
+
+    return key
