@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
@@ -26,7 +26,7 @@ policy_app = typer.Typer(help="Check and describe policy files.", no_args_is_hel
 app.add_typer(policy_app, name="policy")
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     table = "table"
     json = "json"
     yaml = "yaml"
@@ -54,8 +54,12 @@ def plan(
         Path | None, typer.Option("--snapshot", "-s", help="snapshot file or directory (YAML/JSON Kubernetes objects)")
     ] = None,
     demo: Annotated[bool, typer.Option("--demo", help="plan on the built-in demo snapshot")] = False,
-    policy: Annotated[Path | None, typer.Option("--policy", "-p", help="policy file (default: the built-in default)")] = None,
-    now: Annotated[str | None, typer.Option("--now", help="evaluation time, RFC 3339 (default: the snapshot's time)")] = None,
+    policy: Annotated[
+        Path | None, typer.Option("--policy", "-p", help="policy file (default: the built-in default)")
+    ] = None,
+    now: Annotated[
+        str | None, typer.Option("--now", help="evaluation time, RFC 3339 (default: the snapshot's time)")
+    ] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="report format")] = Output.table,
 ) -> None:
     """One planning cycle, no side effects: what would move and why, what would not and why not."""

@@ -526,9 +526,7 @@ def _node_affinity(spec: RawPodSpec) -> tuple[NodeSelectorTerm, ...] | None:
 _NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
-def _requirements(
-    raw: list[RawNodeSelectorRequirement] | None, field: str
-) -> tuple[NodeSelectorRequirement, ...]:
+def _requirements(raw: list[RawNodeSelectorRequirement] | None, field: str) -> tuple[NodeSelectorRequirement, ...]:
     out = []
     for r in raw or ():
         if r.operator not in _NODE_OPERATORS:
@@ -633,8 +631,12 @@ def workload_from_raw(raw: RawWorkload, kind: str) -> Workload:
     if replicas is None and kind in ("Deployment", "ReplicaSet", "StatefulSet"):
         replicas = 1  # the API server's default
     return Workload(
-        kind=kind, namespace=meta.namespace or "default", name=meta.name, uid=meta.uid,
-        replicas=replicas, owner=_controller(meta),
+        kind=kind,
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        uid=meta.uid,
+        replicas=replicas,
+        owner=_controller(meta),
     )
 
 

@@ -36,18 +36,14 @@ LABEL_QUOTA_PREEMPTIBLE = "quota.scheduling.koordinator.sh/preemptible"
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 
 
-class Record(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of the planner's records: frozen, slotted, cheap to build."""
-
-
-class OwnerRef(Record):
+class OwnerRef(msgspec.Struct, frozen=True, kw_only=True):
     kind: str
     name: str
     uid: str
     controller: bool = False
 
 
-class Taint(Record):
+class Taint(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     value: str = ""
     effect: str = ""
@@ -56,7 +52,7 @@ class Taint(Record):
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
-class Toleration(Record):
+class Toleration(msgspec.Struct, frozen=True, kw_only=True):
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -74,7 +70,7 @@ class Toleration(Record):
         return bool(self.key) and self.value == taint.value
 
 
-class NodeSelectorRequirement(Record):
+class NodeSelectorRequirement(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
@@ -98,7 +94,7 @@ class NodeSelectorRequirement(Record):
         return have > want if op == "Gt" else have < want
 
 
-class NodeSelectorTerm(Record):
+class NodeSelectorTerm(msgspec.Struct, frozen=True, kw_only=True):
     """Requirements are ANDed; an empty term matches nothing (Kubernetes rule)."""
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
@@ -112,14 +108,14 @@ class NodeSelectorTerm(Record):
         )
 
 
-class PodAffinityTerm(Record):
+class PodAffinityTerm(msgspec.Struct, frozen=True, kw_only=True):
     label_selector: LabelSelector | None
     topology_key: str
     namespaces: tuple[str, ...] = ()
     namespace_selector: LabelSelector | None = None
 
 
-class Node(Record):
+class Node(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     uid: str = ""
     labels: dict[str, str] = {}
@@ -131,7 +127,7 @@ class Node(Record):
     created: datetime | None = None
 
 
-class Pod(Record):
+class Pod(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     uid: str = ""
@@ -179,7 +175,7 @@ class Pod(Record):
         return self.owner is not None and self.owner.kind == "DaemonSet"
 
 
-class Workload(Record):
+class Workload(msgspec.Struct, frozen=True, kw_only=True):
     """A pod controller: Deployment, ReplicaSet, StatefulSet, DaemonSet (or another kind)."""
 
     kind: str
@@ -190,7 +186,7 @@ class Workload(Record):
     owner: OwnerRef | None = None
 
 
-class PodDisruptionBudget(Record):
+class PodDisruptionBudget(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     selector: LabelSelector | None  # None (nil) matches no pod; an empty selector matches all
@@ -206,13 +202,13 @@ class PodDisruptionBudget(Record):
         return self.selector is not None and pod.namespace == self.namespace and self.selector.matches(pod.labels)
 
 
-class AggregatedUsage(Record):
+class AggregatedUsage(msgspec.Struct, frozen=True, kw_only=True):
     aggregation: str  # avg | p50 | p90 | p95 | p99
     duration_seconds: int
     usage: Resources
 
 
-class NodeUsage(Record):
+class NodeUsage(msgspec.Struct, frozen=True, kw_only=True):
     """One node's measured usage as the load source reported it."""
 
     node: str
@@ -232,7 +228,7 @@ class NodeUsage(Record):
         return max(found, key=lambda a: a.duration_seconds).usage if found else None
 
 
-class PodUsage(Record):
+class PodUsage(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     timestamp: datetime
@@ -244,7 +240,7 @@ class PodUsage(Record):
         return f"{self.namespace}/{self.name}"
 
 
-class ElasticQuota(Record):
+class ElasticQuota(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     api_group: str
@@ -254,7 +250,7 @@ class ElasticQuota(Record):
     annotations: dict[str, str] = {}
 
 
-class ReservationOwner(Record):
+class ReservationOwner(msgspec.Struct, frozen=True, kw_only=True):
     """Matches a pod when every field it sets matches."""
 
     kind: str = ""
@@ -274,7 +270,7 @@ class ReservationOwner(Record):
         return self.label_selector is None or self.label_selector.matches(pod.labels)
 
 
-class Reservation(Record):
+class Reservation(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     node_name: str
     resources: Resources
@@ -290,13 +286,13 @@ class Reservation(Record):
         return any(owner.matches(pod) for owner in self.owners)
 
 
-class PodRef(Record):
+class PodRef(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
     uid: str = ""
 
 
-class MigrationJob(Record):
+class MigrationJob(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     pod: PodRef
     mode: str = "ReservationFirst"

@@ -138,7 +138,9 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
     try:
         docs: list[Any] = [json.loads(text)] if path.suffix == ".json" else list(yaml.load_all(text, Loader=_Loader))
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path)) from None
+        raise InputError(
+            f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path)
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -174,7 +176,9 @@ def _parse_time(text: str, what: str, source: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise InputError(f"{text!r} is not an RFC 3339 time (example: 2024-05-01T12:00:00Z)", source=source, field=what) from None
+        raise InputError(
+            f"{text!r} is not an RFC 3339 time (example: 2024-05-01T12:00:00Z)", source=source, field=what
+        ) from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
@@ -201,7 +205,8 @@ class _Collector:
         if not isinstance(obj, dict):
             raise InputError(f"expected a Kubernetes object, got {type(obj).__name__}", source=source, where=where)
         if "__list_meta__" in obj:
-            stamp = (obj["__list_meta__"].get("annotations") or {}).get(SNAPSHOT_TIME_ANNOTATION)
+            list_meta = obj["__list_meta__"] if isinstance(obj["__list_meta__"], dict) else {}
+            stamp = (list_meta.get("annotations") or {}).get(SNAPSHOT_TIME_ANNOTATION)
             if stamp:
                 self.snapshot_time = _parse_time(str(stamp), f"metadata.annotations.{SNAPSHOT_TIME_ANNOTATION}", source)
             return
@@ -209,7 +214,8 @@ class _Collector:
         if not isinstance(api_version, str) or not isinstance(kind, str):
             raise InputError("object has no apiVersion and kind", source=source, where=where)
         group = api_version.rpartition("/")[0]
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        raw_meta = obj.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
         label = f"{where} ({kind} {name})".strip() if where else f"{kind} {name}"
         handler = _HANDLERS.get((group, kind))

@@ -12,9 +12,15 @@ from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
+from pydantic import BaseModel
 
 from descheduler.evictor import eviction_refusal
-from descheduler.model import ANNOTATION_DELETION_COST, ANNOTATION_EVICTION_COST, ANNOTATION_PREFER_NO_EVICTION, Pod
+from descheduler.model import (
+    ANNOTATION_DELETION_COST,
+    ANNOTATION_EVICTION_COST,
+    ANNOTATION_PREFER_NO_EVICTION,
+    Pod,
+)
 from descheduler.plan import Migration, Mode, NodeClass, NodeReport, PodKey, Skip
 from descheduler.policy import LowNodeLoadArgs, PoolArgs
 from descheduler.priority import BAND_RANK, priority_band
@@ -51,7 +57,7 @@ class Pass:
 
 class LowNodeLoad:
     name: ClassVar[str] = "LowNodeLoad"
-    args_model: ClassVar[type[LowNodeLoadArgs]] = LowNodeLoadArgs
+    args_model: ClassVar[type[BaseModel]] = LowNodeLoadArgs
 
     def plan(self, ctx: PlanContext, args: LowNodeLoadArgs) -> StrategyResult:
         result = StrategyResult()
@@ -99,8 +105,8 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: str, resul
         low_map, high_map, usage = pool.low_thresholds, pool.high_thresholds, view.usage
     resources = sorted(high_map)
     cols = [table.column[r] for r in resources]
-    alloc = table.alloc[np.ix_(rows, cols)].astype(np.float64)
-    used = usage[np.ix_(rows, cols)].astype(np.float64)
+    alloc = table.alloc[np.ix_(rows, np.asarray(cols, dtype=np.int64))].astype(np.float64)
+    used = usage[np.ix_(rows, np.asarray(cols, dtype=np.int64))].astype(np.float64)
     fresh = table.metric[rows] == METRIC_FRESH
     low_pct = np.tile(np.array([low_map[r] for r in resources], dtype=np.float64), (rows.size, 1))
     high_pct = np.tile(np.array([high_map[r] for r in resources], dtype=np.float64), (rows.size, 1))
@@ -148,7 +154,9 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: str, resul
             classes.append("low")
             hot_cycles.append(0)
             reasons.append(
-                ", ".join(f"{r} {pct[j]:.0f}% ≤ {_label(kind)}low {low_pct[i, j]:.0f}%" for j, r in enumerate(resources))
+                ", ".join(
+                    f"{r} {pct[j]:.0f}% ≤ {_label(kind)}low {low_pct[i, j]:.0f}%" for j, r in enumerate(resources)
+                )
             )
         else:
             classes.append("normal")
@@ -248,9 +256,7 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, result: StrategyR
         result.warnings.append(f"{where}: {len(sources)} hot node(s) but no low node to move load to")
         return
     if len(lows) <= p.pool.number_of_nodes:
-        result.warnings.append(
-            f"{where}: {len(lows)} low node(s) ≤ numberOfNodes {p.pool.number_of_nodes}; not acting"
-        )
+        result.warnings.append(f"{where}: {len(lows)} low node(s) ≤ numberOfNodes {p.pool.number_of_nodes}; not acting")
         return
     if len(lows) == len(p.rows):
         return
@@ -285,7 +291,7 @@ def _prod_high(ctx: PlanContext, p: Pass) -> FloatArray | None:
     table = ctx.table
     out = np.full((table.size, len(p.cols)), np.inf)
     pct = np.array([pool.prod_high_thresholds.get(r, 100.0) for r in p.resources], dtype=np.float64)
-    out[p.rows] = table.alloc[np.ix_(p.rows, p.cols)] * pct / 100
+    out[p.rows] = table.alloc[np.ix_(p.rows, np.asarray(p.cols, dtype=np.int64))] * pct / 100
     return out
 
 
@@ -380,7 +386,7 @@ def _node_high(ctx: PlanContext, p: Pass, high_abs: FloatArray) -> FloatArray:
     pool = p.pool
     pct = np.array([pool.high_thresholds.get(r, 100.0) for r in p.resources], dtype=np.float64)
     out = np.full_like(high_abs, np.inf)
-    out[p.rows] = ctx.table.alloc[np.ix_(p.rows, p.cols)] * pct / 100
+    out[p.rows] = ctx.table.alloc[np.ix_(p.rows, np.asarray(p.cols, dtype=np.int64))] * pct / 100
     return out
 
 
@@ -427,9 +433,17 @@ def _candidates(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, node: str, res
             _skip(result, pod, node, "already being moved by a migration job")
             continue
         refusal = eviction_refusal(pod, ctx.snapshot, evictor)
-        if refusal is None and args.evictable_namespaces is not None and not args.evictable_namespaces.allows(pod.namespace):
+        if (
+            refusal is None
+            and args.evictable_namespaces is not None
+            and not args.evictable_namespaces.allows(pod.namespace)
+        ):
             refusal = f"namespace {pod.namespace} is not in evictableNamespaces"
-        if refusal is None and args.pod_selectors and not any(s.selector.matches(pod.labels) for s in args.pod_selectors):
+        if (
+            refusal is None
+            and args.pod_selectors
+            and not any(s.selector.matches(pod.labels) for s in args.pod_selectors)
+        ):
             refusal = "matches none of podSelectors"
         if refusal is None and not load.has_metric:
             refusal = "no usage metric for the pod"

@@ -175,16 +175,19 @@ def load_mask(pod: Pod, view: ClusterView) -> BoolArray:
         base = np.where(rows[:, None], view.aggregated, base)
         thresholds = np.where(rows[:, None], table.aggregated_thresholds, thresholds)
     if load.prod:
-        rows = table.prod_thresholds.any(axis=1)
-        base = np.where(rows[:, None], view.prod_estimated, base)
-        thresholds = np.where(rows[:, None], table.prod_thresholds, thresholds)
+        prod_rows: BoolArray = np.asarray(table.prod_thresholds.any(axis=1))
+        base = np.where(prod_rows[:, None], view.prod_estimated, base)
+        thresholds = np.where(prod_rows[:, None], table.prod_thresholds, thresholds)
     after = base + load.estimate
     over = (thresholds > 0) & (table.alloc > 0) & (after * 100 > thresholds * table.alloc)
-    reject: BoolArray = over.any(axis=1) & (table.metric != METRIC_NONE)
-    expired = table.metric == METRIC_EXPIRED
+    reject: BoolArray = np.asarray(over.any(axis=1) & (table.metric != METRIC_NONE))
+    expired = np.asarray(table.metric == METRIC_EXPIRED)
     if args.filter_expired_node_metrics:
-        reject = (reject | expired) & ~(expired & args.enable_schedule_when_node_metrics_expired)
-    return ~reject
+        # Stale metrics make a node unschedulable for load-aware placement, unless explicitly allowed.
+        reject = expired.copy() if not args.enable_schedule_when_node_metrics_expired else reject & ~expired
+        reject |= np.asarray(over.any(axis=1) & (table.metric == METRIC_FRESH))
+    accepted: BoolArray = ~reject
+    return accepted
 
 
 def feasible_mask(

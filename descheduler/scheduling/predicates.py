@@ -53,7 +53,8 @@ def resources_fit(pod: Pod, node: Node, view: ClusterView) -> str | None:
         if want > have:
             held = int(table.reserved[row][col]) if col is not None else 0
             note = f" ({format_units(name, held)} held by reservations)" if held else ""
-            return f"insufficient {name}: requests {format_units(name, want)}, free {format_units(name, max(have, 0))}{note}"
+            free_text = format_units(name, max(have, 0))
+            return f"insufficient {name}: requests {format_units(name, want)}, free {free_text}{note}"
     return None
 
 

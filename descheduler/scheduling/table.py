@@ -189,7 +189,9 @@ def _fill_nodes(table: NodeTable, nodes: Sequence[Node], args: SchedulingArgs) -
     table.taint_groups = list(groups)
 
 
-def _thresholds(node: Node, args: SchedulingArgs) -> tuple[Mapping[str, float], Mapping[str, float], Mapping[str, float]]:
+def _thresholds(
+    node: Node, args: SchedulingArgs
+) -> tuple[Mapping[str, float], Mapping[str, float], Mapping[str, float]]:
     """The node's load thresholds: the policy's, replaced part by part by the node annotation."""
     usage: Mapping[str, float] = args.usage_thresholds
     prod: Mapping[str, float] = args.prod_usage_thresholds or {}
