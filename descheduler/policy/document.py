@@ -76,16 +76,12 @@ class StrategyConfig(PolicyModel):
         if value is None:
             value = {}
         if not isinstance(value, Mapping):
-            raise problem(
-                f"must be an object with the {info.data['name']} arguments, got {type(value).__name__}"
-            )
+            raise problem(f"must be an object with the {info.data['name']} arguments, got {type(value).__name__}")
         # A ValidationError raised here keeps its locations, prefixed with "args".
         return model.model_validate(value, strict=True)
 
     @classmethod
-    def __get_pydantic_json_schema__(
-        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
         """One alternative per registered strategy, told apart by `name`."""
         alternatives: list[JsonSchemaValue] = []
         for name, model in sorted(STRATEGY_ARGS.items()):
@@ -120,9 +116,7 @@ class Policy(PolicyModel, json_schema_extra=_require_api_version_and_kind):
     interval: PositiveDuration = Field(default=timedelta(seconds=60), description="time between cycles")
     dry_run: bool = Field(default=False, description="plan and report only; move nothing")
     load_source: LoadSource = Field(default_factory=lambda: MetricsServerSource(type="metricsServer"))
-    node_selector: Selector | None = Field(
-        default=None, description="which nodes the descheduler considers at all"
-    )
+    node_selector: Selector | None = Field(default=None, description="which nodes the descheduler considers at all")
     evictor: EvictorArgs = Field(default_factory=EvictorArgs)
     limits: Limits = Field(default_factory=Limits)
     scheduling: SchedulingArgs = Field(default_factory=SchedulingArgs)

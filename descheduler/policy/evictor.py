@@ -31,18 +31,10 @@ class EvictorArgs(PolicyModel):
     """Switchable rules for which pods may be moved at all; the hard rules are not configurable."""
 
     evict_bare_pods: bool = Field(default=False, description="move pods no controller would recreate")
-    evict_system_critical_pods: bool = Field(
-        default=False, description="move pods with priority ≥ 2000000000"
-    )
-    evict_local_storage_pods: bool = Field(
-        default=False, description="move pods with emptyDir/hostPath volumes"
-    )
-    ignore_pvc_pods: bool = Field(
-        default=False, description="never move pods that use PersistentVolumeClaims"
-    )
-    priority_threshold: int | None = Field(
-        default=None, description="never move pods at or above this priority"
-    )
+    evict_system_critical_pods: bool = Field(default=False, description="move pods with priority ≥ 2000000000")
+    evict_local_storage_pods: bool = Field(default=False, description="move pods with emptyDir/hostPath volumes")
+    ignore_pvc_pods: bool = Field(default=False, description="never move pods that use PersistentVolumeClaims")
+    priority_threshold: int | None = Field(default=None, description="never move pods at or above this priority")
     min_pod_age: Duration | None = Field(default=None, description="never move pods younger than this")
     min_replicas: int = Field(default=2, ge=1, description="never move pods of workloads with fewer replicas")
     label_selector: Selector | None = Field(default=None, description="only move pods matching this selector")

@@ -161,13 +161,9 @@ def _duration(minimum: timedelta, inclusive: bool) -> Any:
 
 
 _DURATION_OUT = PlainSerializer(format_duration, return_type=str)
-Duration = Annotated[
-    timedelta, _duration(timedelta(0), True), _DURATION_OUT, WithJsonSchema(_DURATION_SCHEMA)
-]
+Duration = Annotated[timedelta, _duration(timedelta(0), True), _DURATION_OUT, WithJsonSchema(_DURATION_SCHEMA)]
 """A duration ≥ 0."""
-PositiveDuration = Annotated[
-    timedelta, _duration(timedelta(0), False), _DURATION_OUT, WithJsonSchema(_DURATION_SCHEMA)
-]
+PositiveDuration = Annotated[timedelta, _duration(timedelta(0), False), _DURATION_OUT, WithJsonSchema(_DURATION_SCHEMA)]
 """A duration > 0."""
 
 
@@ -265,8 +261,6 @@ def _parse_int_or_percent(value: Any) -> int | str:
 IntOrPercent = Annotated[
     int | str,
     PlainValidator(_parse_int_or_percent),
-    WithJsonSchema(
-        {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": r"^\d{1,3}%$"}]}
-    ),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": r"^\d{1,3}%$"}]}),
 ]
 """A count (int ≥ 0) or a percent of replicas ("10%")."""

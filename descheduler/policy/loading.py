@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from typing import Any
 
 import yaml
@@ -56,9 +57,7 @@ def default_policy() -> Policy:
 
 def policy_schema() -> dict[str, Any]:
     """The JSON schema of the policy file (config/policy.schema.json)."""
-    schema = Policy.model_json_schema(
-        by_alias=True, mode="validation", schema_generator=_SchemaWithoutFieldTitles
-    )
+    schema = Policy.model_json_schema(by_alias=True, mode="validation", schema_generator=_SchemaWithoutFieldTitles)
     # Strategy args come out inline (StrategyConfig builds them per registered name); name them.
     defs = schema.setdefault("$defs", {})
     for alternative in defs.get("StrategyConfig", {}).get("oneOf", []):
@@ -92,6 +91,14 @@ class _StrictLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.1 reads 1e-05 (no dot) as a string; JSON and YAML 1.2 read it as a number, and so do we.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"),
+)
 
 
 def _load_document(text: str, source: str) -> Any:

@@ -27,12 +27,9 @@ class NodeMetricSource(PolicyModel):
 DEFAULT_NODE_CPU = 'sum by (instance) (1 - rate(node_cpu_seconds_total{mode="idle"}[$window]))'
 DEFAULT_NODE_MEMORY = "sum by (instance) (node_memory_MemTotal_bytes - node_memory_MemAvailable_bytes)"
 DEFAULT_POD_CPU = (
-    "sum by (namespace, pod) "
-    '(rate(container_cpu_usage_seconds_total{container!="", container!="POD"}[$window]))'
+    'sum by (namespace, pod) (rate(container_cpu_usage_seconds_total{container!="", container!="POD"}[$window]))'
 )
-DEFAULT_POD_MEMORY = (
-    'sum by (namespace, pod) (container_memory_working_set_bytes{container!="", container!="POD"})'
-)
+DEFAULT_POD_MEMORY = 'sum by (namespace, pod) (container_memory_working_set_bytes{container!="", container!="POD"})'
 
 
 class PrometheusQueries(PolicyModel):
@@ -52,12 +49,8 @@ class PrometheusSource(PolicyModel):
     """Node and pod usage from a Prometheus server (node_exporter and cAdvisor metrics)."""
 
     type: Literal["prometheus"]
-    address: str = Field(
-        description="base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090"
-    )
-    bearer_token_file: str | None = Field(
-        default=None, min_length=1, description="file holding a bearer token"
-    )
+    address: str = Field(description="base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090")
+    bearer_token_file: str | None = Field(default=None, min_length=1, description="file holding a bearer token")
     timeout: PositiveDuration = Field(default=timedelta(seconds=10), description="per-query timeout")
     queries: PrometheusQueries = Field(default_factory=PrometheusQueries)
     node_label: str = Field(

@@ -22,9 +22,7 @@ from descheduler.policy.fields import (
     raise_problems,
 )
 
-PodSortKey = Literal[
-    "priorityClass", "priority", "qos", "deletionCost", "evictionCost", "usageFit", "age", "name"
-]
+PodSortKey = Literal["priorityClass", "priority", "qos", "deletionCost", "evictionCost", "usageFit", "age", "name"]
 DEFAULT_POD_SORT_KEYS: tuple[PodSortKey, ...] = get_args(PodSortKey)
 DEFAULT_POOL_NAME = "default"
 
@@ -89,30 +87,20 @@ class LowNodeLoadArgs(PolicyModel):
     low_thresholds: RequiredThresholds = Field(
         description="percent of allocatable; at or below on every resource = low"
     )
-    high_thresholds: RequiredThresholds = Field(
-        description="percent of allocatable; above on any resource = high"
-    )
+    high_thresholds: RequiredThresholds = Field(description="percent of allocatable; above on any resource = high")
     use_deviation_thresholds: bool = Field(
         default=False, description="thresholds are offsets below/above the pool's mean usage percent"
     )
     prod_low_thresholds: Thresholds | None = None
     prod_high_thresholds: Thresholds | None = None
-    number_of_nodes: NonNegativeInt = Field(
-        default=0, description="act only when more nodes than this are low"
-    )
+    number_of_nodes: NonNegativeInt = Field(default=0, description="act only when more nodes than this are low")
     evictable_namespaces: NamespaceFilter | None = None
     pod_selectors: list[PodSelector] = Field(default_factory=list, description="a candidate must match one")
     node_selector: Selector | None = None
-    node_fit: bool = Field(
-        default=True, description="a candidate must have a feasible target that stays cool"
-    )
-    resource_weights: Weights | None = Field(
-        default=None, description="default: 1 for each threshold resource"
-    )
+    node_fit: bool = Field(default=True, description="a candidate must have a feasible target that stays cool")
+    resource_weights: Weights | None = Field(default=None, description="default: 1 for each threshold resource")
     anomaly_condition: AnomalyCondition = Field(default_factory=AnomalyCondition)
-    node_pools: list[NodePool] = Field(
-        default_factory=list, description="a node belongs to the first that selects it"
-    )
+    node_pools: list[NodePool] = Field(default_factory=list, description="a node belongs to the first that selects it")
     pod_sort_keys: list[PodSortKey] = Field(default_factory=lambda: list(DEFAULT_POD_SORT_KEYS))
     victim_selection: Literal["greedy", "minimal"] = "greedy"
 
@@ -120,9 +108,7 @@ class LowNodeLoadArgs(PolicyModel):
     def _consistent(self) -> Self:
         problems = list(_duplicates(self.pod_sort_keys, ("podSortKeys",), "sort key"))
         problems += _duplicates([p.name for p in self.node_pools], ("nodePools",), "pool name", suffix="name")
-        problems += _duplicates(
-            [p.name for p in self.pod_selectors], ("podSelectors",), "selector name", suffix="name"
-        )
+        problems += _duplicates([p.name for p in self.pod_selectors], ("podSelectors",), "selector name", suffix="name")
         problems += _threshold_problems(self, self._top_level_pool(), ())
         for index, pool in enumerate(self.node_pools):
             problems += _threshold_problems(pool, self._resolve(pool), ("nodePools", index))
@@ -181,9 +167,7 @@ _PROD_LOW, _PROD_HIGH = (
 )
 
 
-def _threshold_problems(
-    owner: LowNodeLoadArgs | NodePool, pool: PoolArgs, loc: Loc
-) -> list[tuple[Loc, str, Any]]:
+def _threshold_problems(owner: LowNodeLoadArgs | NodePool, pool: PoolArgs, loc: Loc) -> list[tuple[Loc, str, Any]]:
     """lownodeload.md §1 rules on one resolved pool, reported at the fields `owner` itself sets.
 
     For a node pool, a rule broken only by inherited values is the top level's problem, reported there once.

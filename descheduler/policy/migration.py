@@ -26,15 +26,11 @@ class MigrationArgs(PolicyModel):
     """PodMigrationJob defaults and arbitration limits (unset = no limit)."""
 
     default_mode: Literal["ReservationFirst", "EvictDirectly"] = "ReservationFirst"
-    ttl: PositiveDuration = Field(
-        default=timedelta(minutes=5), description="a job not done by then is aborted"
-    )
+    ttl: PositiveDuration = Field(default=timedelta(minutes=5), description="a job not done by then is aborted")
     eviction_policy: Literal["Eviction", "Delete"] = Field(
         default="Eviction", description="Eviction respects PodDisruptionBudgets; Delete does not"
     )
-    job_retention: Duration = Field(
-        default=timedelta(hours=1), description="completed jobs are deleted after this"
-    )
+    job_retention: Duration = Field(default=timedelta(hours=1), description="completed jobs are deleted after this")
     max_migrating_globally: NonNegativeInt | None = None
     max_migrating_per_node: NonNegativeInt | None = 2
     max_migrating_per_namespace: NonNegativeInt | None = None

@@ -29,9 +29,7 @@ ScalingFactor = Annotated[int, AfterValidator(_check_factor)]
 class AggregatedArgs(PolicyModel):
     """Filter on a percentile of usage instead of the instant value, when the load source has one."""
 
-    usage_thresholds: Thresholds = Field(
-        default_factory=dict, description="percent of allocatable per resource"
-    )
+    usage_thresholds: Thresholds = Field(default_factory=dict, description="percent of allocatable per resource")
     usage_aggregation_type: Literal["avg", "p50", "p90", "p95", "p99"] = "p95"
     usage_aggregated_duration: Duration | None = Field(
         default=None, description="which aggregation window to use; unset = the longest the source reports"
@@ -49,9 +47,7 @@ class SchedulingArgs(PolicyModel):
         default=None, description="for prod-class pods: the same check on the summed usage of prod pods"
     )
     aggregated: AggregatedArgs | None = None
-    node_metric_expiration_seconds: int = Field(
-        default=180, gt=0, description="a node metric older than this is stale"
-    )
+    node_metric_expiration_seconds: int = Field(default=180, gt=0, description="a node metric older than this is stale")
     filter_expired_node_metrics: bool = True
     enable_schedule_when_node_metrics_expired: bool = False
     estimated_scaling_factors: Annotated[
