@@ -32,9 +32,12 @@ def parse_duration(value: str | int | timedelta) -> timedelta:
     # bool is an int subclass, but `true` is never a duration someone meant.
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError(f"expected {_ALLOWED}; got {type(value).__name__} {value!r}")
-    if isinstance(value, int):
-        return timedelta(seconds=value)
-    return timedelta(microseconds=_parse_go(value) // 1000)
+    try:
+        if isinstance(value, int):
+            return timedelta(seconds=value)
+        return timedelta(microseconds=_parse_go(value) // 1000)
+    except OverflowError:
+        raise ValueError(f"expected a duration below {timedelta.max.days} days; got {value!r}") from None
 
 
 def _parse_go(text: str) -> int:

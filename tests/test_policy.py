@@ -27,6 +27,7 @@ from descheduler.policy import (
     PolicyError,
     PrometheusSource,
     QuotaReclaimArgs,
+    StrategyConfig,
     default_policy,
     load_policy,
     parse_policy,
@@ -155,6 +156,21 @@ def test_unknown_field_is_rejected_with_its_path_and_the_allowed_names(
     assert where == expected_path
     assert message.startswith("unknown field; allowed: ")
     assert an_allowed_name in message
+
+
+@pytest.mark.parametrize(
+    ("path", "expected_path"),
+    [("dry_run", "dry_run"), ("strategies.0.args.node_fit", "strategies[0].args.node_fit")],
+)
+def test_a_file_must_use_camel_case_keys(path: str, expected_path: str) -> None:
+    [(where, message)] = problems(set_at(minimal(), path, True))
+    assert where == expected_path
+    assert message.startswith("unknown field; allowed: ")
+
+
+def test_python_code_may_use_snake_case_names() -> None:
+    args = LowNodeLoadArgs(low_thresholds={"cpu": 10}, high_thresholds={"cpu": 20}, node_fit=False)
+    assert Policy(strategies=[StrategyConfig(name="LowNodeLoad", args=args)]).strategy_args("LowNodeLoad") is args
 
 
 def test_unknown_field_in_a_node_pool_is_rejected_with_its_path() -> None:
@@ -435,7 +451,7 @@ def test_parse_duration(text: str | int, expected: timedelta) -> None:
     assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "5", "1d", "m", "5m3", "1h 30m", "abc", True])
+@pytest.mark.parametrize("text", ["", "5", "1d", "m", "5m3", "1h 30m", "abc", True, 10**20, "9999999999999h"])
 def test_parse_duration_rejects(text: Any) -> None:
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)

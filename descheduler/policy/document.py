@@ -29,6 +29,9 @@ from descheduler.policy.scheduling import SchedulingArgs
 API_VERSION: Final = "descheduler.dev/v1alpha1"
 KIND: Final = "DeschedulerPolicy"
 
+FILE_CONTEXT: Final[dict[str, Any]] = {"file": True}
+"""Validation context of a policy read from text: only camelCase keys are accepted."""
+
 STRATEGY_ARGS: dict[str, type[BaseModel]] = {
     "LowNodeLoad": LowNodeLoadArgs,
     "QuotaReclaim": QuotaReclaimArgs,
@@ -78,7 +81,8 @@ class StrategyConfig(PolicyModel):
         if not isinstance(value, Mapping):
             raise problem(f"must be an object with the {info.data['name']} arguments, got {type(value).__name__}")
         # A ValidationError raised here keeps its locations, prefixed with "args".
-        return model.model_validate(value, strict=True)
+        from_file = bool(info.context and info.context.get("file"))
+        return model.model_validate(value, strict=True, by_name=not from_file, context=info.context)
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:

@@ -79,6 +79,8 @@ def _message(kind: str, msg: str, ctx: dict[str, Any], value: Any) -> str:
         return f"must be {sign} {ctx.get(key)}, got {_describe(value)}"
     if kind == "literal_error":
         return f"must be {ctx.get('expected')}, got {_describe(value)}"
+    if kind == "invalid_key":
+        return f"keys must be strings, got {_describe(value)}"
     if kind == "string_too_short":
         return "must not be empty"
     if kind == "too_short":

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from descheduler.policy.default import DEFAULT_POLICY_YAML
-from descheduler.policy.document import Policy
+from descheduler.policy.document import FILE_CONTEXT, Policy
 from descheduler.policy.errors import PolicyError, problems_from
 
 SCHEMA_ID = "https://descheduler.dev/schemas/policy.schema.json"
@@ -28,7 +28,8 @@ def parse_policy(text: str, source: str = "<string>") -> Policy:
     # The models default these for Python callers; a file must state what it is.
     missing = [(key, "required") for key in ("apiVersion", "kind") if key not in raw]
     try:
-        policy = Policy.model_validate(raw, strict=True)
+        # by_name=False: Python code may use snake_case names, a file only the documented camelCase keys.
+        policy = Policy.model_validate(raw, strict=True, by_name=False, context=FILE_CONTEXT)
     except ValidationError as err:
         raise PolicyError(source, missing + problems_from(err, Policy, raw)) from None
     if missing:
