@@ -197,9 +197,7 @@ class Api:
         timeout = _int_param(q, "timeoutSeconds")
         bookmarks = _truthy(q.get("allowWatchBookmarks"))
         try:
-            watcher, initial = self.store.watch(
-                rt, target.namespace, labels=labels, fields=fields, since=since
-            )
+            watcher, initial = self.store.watch(rt, target.namespace, labels=labels, fields=fields, since=since)
         except ApiError as error:
             if error.code != 410:
                 raise
@@ -210,13 +208,9 @@ class Api:
     def _create(self, rt: ResourceType, target: Target, request: ApiRequest) -> Response:
         body = _json_body(request)
         if target.subresource == "eviction":
-            return Response(
-                201, encode(evict_pod(self.store, target.namespace or "", target.name or "", body))
-            )
+            return Response(201, encode(evict_pod(self.store, target.namespace or "", target.name or "", body)))
         if target.subresource == "binding":
-            return Response(
-                201, encode(bind_pod(self.store, target.namespace or "", target.name or "", body))
-            )
+            return Response(201, encode(bind_pod(self.store, target.namespace or "", target.name or "", body)))
         if target.name is not None or target.subresource is not None:
             raise errors.method_not_allowed()
         self._check_identity(rt, target, body)
@@ -230,8 +224,7 @@ class Api:
         meta = body.setdefault("metadata", {})
         if meta.get("name") != target.name:
             raise errors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
-                f"({target.name})"
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({target.name})"
             )
         return Response(200, encode(self.store.update(body, subresource=target.subresource)))
 
@@ -275,9 +268,7 @@ class Api:
                 raise errors.bad_request("metadata.name and metadata.namespace cannot be changed by a patch")
             return result
 
-        return Response(
-            200, encode(self.store.modify(rt, name, namespace, patched, subresource=target.subresource))
-        )
+        return Response(200, encode(self.store.modify(rt, name, namespace, patched, subresource=target.subresource)))
 
     def _write_scale(self, rt: ResourceType, target: Target, change: Any) -> Response:
         with self.store.lock:
@@ -288,9 +279,7 @@ class Api:
                 raise errors.stale(rt, target.name or "")
             replicas = (scale.get("spec") or {}).get("replicas")
             if not isinstance(replicas, int) or replicas < 0:
-                raise errors.invalid(
-                    rt, target.name or "", [("spec.replicas", "Invalid value: must be >= 0")]
-                )
+                raise errors.invalid(rt, target.name or "", [("spec.replicas", "Invalid value: must be >= 0")])
             current.setdefault("spec", {})["replicas"] = replicas
             updated = self.store.update(current)
         return Response(200, encode(scale_of(updated)))
@@ -368,9 +357,7 @@ def render_list(page: ListPage) -> bytes:
     if page.remaining is not None:
         meta["remainingItemCount"] = page.remaining
     head = b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode()
-    return (
-        head + b'","metadata":' + encode(meta) + b',"items":[' + b",".join(e.raw for e in page.items) + b"]}"
-    )
+    return head + b'","metadata":' + encode(meta) + b',"items":[' + b",".join(e.raw for e in page.items) + b"]}"
 
 
 def _verb(method: str, name: str | None, sub: str | None, watch: bool) -> str:

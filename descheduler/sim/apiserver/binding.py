@@ -24,9 +24,7 @@ def bind_pod(store: Store, namespace: str, name: str, binding: Mapping[str, Any]
     with store.lock:
         pod = store.entry(pods, name, namespace).decode()
         if pod["metadata"].get("deletionTimestamp"):
-            raise errors.conflict(
-                "pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host"
-            )
+            raise errors.conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
         bound = (pod.get("spec") or {}).get("nodeName")
         if bound:
             raise errors.conflict("pods/binding", name, f'pod {name} is already assigned to node "{bound}"')
@@ -38,9 +36,7 @@ def bind_pod(store: Store, namespace: str, name: str, binding: Mapping[str, Any]
             }
         status = pod.setdefault("status", {})
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append(
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(store.clock())}
-        )
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(store.clock())})
         status["conditions"] = conditions
         store.update(pod, subresource="all")
     return dict(SUCCESS)

@@ -41,9 +41,7 @@ def pod_qos_class(spec: dict[str, Any]) -> str:
         limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in ("cpu", "memory")}
         if requests or limits:
             any_set = True
-        if set(limits) != {"cpu", "memory"} or any(
-            str(requests.get(k, limits[k])) != str(limits[k]) for k in limits
-        ):
+        if set(limits) != {"cpu", "memory"} or any(str(requests.get(k, limits[k])) != str(limits[k]) for k in limits):
             guaranteed = False
     if not any_set:
         return "BestEffort"

@@ -55,9 +55,7 @@ def not_found(rt: ResourceType, name: str) -> ApiError:
 
 
 def namespace_not_found(namespace: str) -> ApiError:
-    return ApiError(
-        404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"}
-    )
+    return ApiError(404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"})
 
 
 def already_exists(rt: ResourceType, name: str) -> ApiError:
@@ -66,9 +64,7 @@ def already_exists(rt: ResourceType, name: str) -> ApiError:
 
 def conflict(group_resource: str, name: str, why: str, kind: str | None = None) -> ApiError:
     details: dict[str, Any] = {"name": name, "kind": kind or group_resource.split(".", 1)[0]}
-    return ApiError(
-        409, "Conflict", f'Operation cannot be fulfilled on {group_resource} "{name}": {why}', details
-    )
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {group_resource} "{name}": {why}', details)
 
 
 STALE_OBJECT = "the object has been modified; please apply your changes to the latest version and try again"
@@ -96,9 +92,7 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def too_many_requests(
-    message: str, retry_after: int = 0, causes: Sequence[Mapping[str, str]] = ()
-) -> ApiError:
+def too_many_requests(message: str, retry_after: int = 0, causes: Sequence[Mapping[str, str]] = ()) -> ApiError:
     details: dict[str, Any] = {}
     if causes:
         details["causes"] = [dict(c) for c in causes]
@@ -108,9 +102,7 @@ def too_many_requests(
 
 
 def internal_error(message: str) -> ApiError:
-    return ApiError(
-        500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]}
-    )
+    return ApiError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
 
 
 def expired(message: str) -> ApiError:
@@ -118,15 +110,11 @@ def expired(message: str) -> ApiError:
 
 
 def method_not_allowed() -> ApiError:
-    return ApiError(
-        405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {}
-    )
+    return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    accepted = (
-        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
-    )
+    accepted = "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
     message = f"the body of the request was in an unknown format - accepted media types include: {accepted}"
     return ApiError(415, "UnsupportedMediaType", f"{message}; got {content_type!r}", {})
 

@@ -12,9 +12,7 @@ from .selectors import label_selector_from_struct
 from .store import Store, check_preconditions
 
 PDB_VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
-MULTIPLE_PDBS = (
-    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
-)
+MULTIPLE_PDBS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 MAX_DISRUPTED_PODS = 2000
 
 
@@ -83,17 +81,13 @@ def _check_and_decrement(store: Store, pdb: dict[str, Any], pod_name: str) -> No
     if allowed < 0:
         raise _forbidden(name, "pdb disruptions allowed is negative")
     if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_PODS:
-        raise _forbidden(
-            name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
-        )
+        raise _forbidden(name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller")
     if allowed == 0:
         message = (
             f"The disruption budget {name} needs {int(status.get('desiredHealthy') or 0)} healthy pods "
             f"and has {int(status.get('currentHealthy') or 0)} currently"
         )
-        raise errors.too_many_requests(
-            PDB_VIOLATION, causes=[{"reason": "DisruptionBudget", "message": message}]
-        )
+        raise errors.too_many_requests(PDB_VIOLATION, causes=[{"reason": "DisruptionBudget", "message": message}])
     now = rfc3339(store.clock())
     status["disruptionsAllowed"] = allowed - 1
     status.setdefault("disruptedPods", {})[pod_name] = now

@@ -150,9 +150,7 @@ class Faults:
         """How many requests matched `verb` (if given) and the path regex."""
         pattern = re.compile(path)
         with self._lock:
-            return sum(
-                n for (v, p), n in self._counts.items() if (verb is None or v == verb) and pattern.search(p)
-            )
+            return sum(n for (v, p), n in self._counts.items() if (verb is None or v == verb) and pattern.search(p))
 
     def reset_counts(self) -> None:
         with self._lock:

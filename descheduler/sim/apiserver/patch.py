@@ -88,9 +88,7 @@ def _smp_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
             else:
                 result[key] = merged
         elif isinstance(value, list) and key in MERGE_KEYS:
-            result[key] = _merge_keyed_list(
-                current if isinstance(current, list) else [], value, MERGE_KEYS[key]
-            )
+            result[key] = _merge_keyed_list(current if isinstance(current, list) else [], value, MERGE_KEYS[key])
         elif isinstance(value, list) and key in PRIMITIVE_MERGE_LISTS:
             base = list(current) if isinstance(current, list) else []
             result[key] = base + [v for v in value if v not in base]
@@ -104,19 +102,13 @@ def _smp_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 def _merge_keyed_list(target: list[Any], patch: list[Any], merge_key: str) -> list[Any]:
     if any(isinstance(p, dict) and p.get("$patch") == "replace" and len(p) == 1 for p in patch):
-        return [
-            _strip_directives(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")
-        ]
+        return [_strip_directives(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")]
     result = [copy.deepcopy(item) for item in target]
     for item in patch:
         if not isinstance(item, dict) or merge_key not in item:
             raise MalformedPatch(f"map in list must contain the merge key {merge_key!r}")
         index = next(
-            (
-                i
-                for i, cur in enumerate(result)
-                if isinstance(cur, dict) and cur.get(merge_key) == item[merge_key]
-            ),
+            (i for i, cur in enumerate(result) if isinstance(cur, dict) and cur.get(merge_key) == item[merge_key]),
             None,
         )
         if item.get("$patch") == "delete":

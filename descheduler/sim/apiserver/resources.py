@@ -97,12 +97,8 @@ def _custom(group: str, version: str, plural: str, kind: str, namespaced: bool, 
 
 
 RESOURCES: tuple[ResourceType, ...] = (
-    ResourceType(
-        "", "v1", "namespaces", "Namespace", False, ("ns",), ("status",), extra_fields=("status.phase",)
-    ),
-    ResourceType(
-        "", "v1", "nodes", "Node", False, ("no",), ("status",), extra_fields=("spec.unschedulable",)
-    ),
+    ResourceType("", "v1", "namespaces", "Namespace", False, ("ns",), ("status",), extra_fields=("status.phase",)),
+    ResourceType("", "v1", "nodes", "Node", False, ("no",), ("status",), extra_fields=("spec.unschedulable",)),
     ResourceType(
         "",
         "v1",
@@ -146,9 +142,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         ("status", "scale"),
         clears_status_on_create=True,
     ),
-    ResourceType(
-        "apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), ("status",), clears_status_on_create=True
-    ),
+    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), ("status",), clears_status_on_create=True),
     ResourceType(
         "policy",
         "v1",
@@ -166,12 +160,8 @@ RESOURCES: tuple[ResourceType, ...] = (
     _custom("descheduler.dev", "v1alpha1", "podmigrationjobs", "PodMigrationJob", False, "pmj"),
     _custom("descheduler.dev", "v1alpha1", "reservations", "Reservation", False),
     # metrics-server's aggregated API: read-only over HTTP; a metrics publisher writes through the store.
-    ResourceType(
-        "metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False, verbs=READ_ONLY_VERBS, builtin=False
-    ),
-    ResourceType(
-        "metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True, verbs=READ_ONLY_VERBS, builtin=False
-    ),
+    ResourceType("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False, verbs=READ_ONLY_VERBS, builtin=False),
+    ResourceType("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True, verbs=READ_ONLY_VERBS, builtin=False),
 )
 
 

@@ -13,9 +13,7 @@ def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {
-            k: meta[k]
-            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if k in meta
+            k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta
         },
         "spec": {"replicas": int(spec.get("replicas", 1))},
         "status": {

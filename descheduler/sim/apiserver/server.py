@@ -15,6 +15,8 @@ from .faults import Faults
 from .http import ApiHTTPServer
 from .store import Store
 
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
 
 class FakeApiServer:
     """A stateful Kubernetes API server for tests and the simulator; plain HTTP, any token accepted.
@@ -33,10 +35,15 @@ class FakeApiServer:
         history_size: int = 10_000,
         pod_termination_delay: float | None = 0.0,
         bookmark_interval: float = 1.0,
+        seed_namespaces: tuple[str, ...] = SYSTEM_NAMESPACES,
     ) -> None:
-        self.store = store or Store(
-            clock=clock, history_size=history_size, pod_termination_delay=pod_termination_delay
-        )
+        """`seed_namespaces` are created at once, as every real cluster has them (ignored if a
+        `store` is passed in); `bookmark_interval` is seconds between watch bookmarks (the real
+        server sends them about once a minute)."""
+        if store is None:
+            store = Store(clock=clock, history_size=history_size, pod_termination_delay=pod_termination_delay)
+            store.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in seed_namespaces)
+        self.store = store
         self.faults = Faults(self.store)
         self.host = host
         self._port = port
@@ -52,9 +59,7 @@ class FakeApiServer:
         self._port = httpd.server_address[1]
         api.server_address = f"{self.host}:{self._port}"
         self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, name=f"fake-apiserver:{self._port}", daemon=True
-        )
+        self._thread = threading.Thread(target=httpd.serve_forever, name=f"fake-apiserver:{self._port}", daemon=True)
         self._thread.start()
         return self
 
@@ -93,9 +98,7 @@ class FakeApiServer:
             "kind": "Config",
             "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
             "users": [{"name": "fake", "user": {"token": "fake-token"}}],
-            "contexts": [
-                {"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": namespace}}
-            ],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": namespace}}],
             "current-context": "fake",
             "preferences": {},
         }

@@ -83,16 +83,14 @@ class Store:
         self._rv = 0
         self._objects: dict[ResourceType, dict[str, Entry]] = {rt: {} for rt in self.table}
         self._sorted: dict[ResourceType, builtins.list[str] | None] = {rt: None for rt in self.table}
-        self._history: dict[ResourceType, deque[WatchEvent]] = {
-            rt: deque(maxlen=history_size) for rt in self.table
-        }
+        self._history: dict[ResourceType, deque[WatchEvent]] = {rt: deque(maxlen=history_size) for rt in self.table}
         # The highest resourceVersion no longer replayable per type: a watch from before it gets 410.
         self._expired_before: dict[ResourceType, int] = dict.fromkeys(self.table, 0)
         self._watchers: dict[ResourceType, set[Watcher]] = {rt: set() for rt in self.table}
         # Consistent pagination: a continue token reads the key set and entries of its first page.
-        self._snapshots: OrderedDict[
-            tuple[ResourceType, int], tuple[builtins.list[str], dict[str, Entry]]
-        ] = OrderedDict()
+        self._snapshots: OrderedDict[tuple[ResourceType, int], tuple[builtins.list[str], dict[str, Entry]]] = (
+            OrderedDict()
+        )
         self._snapshot_count = snapshot_count
         self._timers: set[threading.Timer] = set()
         self._pods = self.table.by_kind("v1", "Pod")
@@ -199,9 +197,7 @@ class Store:
             while i < hi:
                 entry = objects[keys[i]]
                 i += 1
-                if filtering and not (
-                    labels.matches(entry.labels) and fields.matches(_field_getter(rt, entry))
-                ):
+                if filtering and not (labels.matches(entry.labels) and fields.matches(_field_getter(rt, entry))):
                     continue
                 items.append(entry)
                 if limit and len(items) >= limit:
@@ -287,16 +283,12 @@ class Store:
         meta = obj["metadata"]
         return object_key(meta.get("namespace", "") if rt.namespaced else "", meta["name"])
 
-    def _prepare_create(
-        self, rt: ResourceType, obj: dict[str, Any], *, from_api: bool, keep_identity: bool
-    ) -> None:
+    def _prepare_create(self, rt: ResourceType, obj: dict[str, Any], *, from_api: bool, keep_identity: bool) -> None:
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(random.choices(_GENERATE_CHARS, k=5))
         if not meta.get("name"):
-            raise errors.invalid(
-                rt, "", [("metadata.name", "Required value: name or generateName is required")]
-            )
+            raise errors.invalid(rt, "", [("metadata.name", "Required value: name or generateName is required")])
         if rt.namespaced:
             meta["namespace"] = meta.get("namespace") or "default"
         else:
@@ -495,9 +487,7 @@ class Store:
             self._commit(self._pods, obj, "DELETED", entry)
             return True
 
-    def _commit(
-        self, rt: ResourceType, obj: dict[str, Any], event_type: str, old: Entry | None = None
-    ) -> Entry:
+    def _commit(self, rt: ResourceType, obj: dict[str, Any], event_type: str, old: Entry | None = None) -> Entry:
         """The single write path: next resourceVersion, store, history, notify watchers."""
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
@@ -635,6 +625,4 @@ def _decode_continue(token: str) -> tuple[int, str]:
         payload = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         return int(payload["rv"]), str(payload["start"])
     except (ValueError, KeyError, TypeError, binascii.Error):
-        raise errors.bad_request(
-            "continue key is not valid: incorrect encoded start resourceVersion"
-        ) from None
+        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion") from None
