@@ -1,0 +1,5 @@
+"""`python -m descheduler` runs the CLI."""
+
+from descheduler.cli import main
+
+main()
