@@ -1,0 +1,1 @@
+"""Shared pytest configuration; importing this makes `tests.builders` importable from every test."""

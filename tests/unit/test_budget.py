@@ -1,0 +1,84 @@
+"""Per-cycle move limits and PDB budgets (descheduler/budget.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from descheduler.budget import EvictionBudget
+from descheduler.model import Pod
+from descheduler.policy import parse_policy
+from descheduler.snapshot import Snapshot
+from tests.builders import Obj, node, pdb, pod, snapshot
+
+POLICY = {"apiVersion": "descheduler.dev/v1alpha1", "kind": "DeschedulerPolicy"}
+
+
+def budget(objs: list[Obj], **limits: Any) -> tuple[EvictionBudget, Snapshot]:
+    snap = snapshot([node("n1"), node("n2"), *objs])
+    return EvictionBudget(parse_policy(yaml.safe_dump({**POLICY, "limits": limits})).limits, snap), snap
+
+
+def by_name(snap: Snapshot, name: str) -> Pod:
+    return next(p for p in snap.pods if p.name == name)
+
+
+def test_unset_limits_never_refuse() -> None:
+    b, snap = budget([pod(f"p{i}", "n1") for i in range(50)])
+    for p in snap.pods:
+        assert b.refusal(p, "n1") is None
+        b.take(p, "n1")
+
+
+def test_zero_limit_refuses_the_first_move() -> None:
+    b, snap = budget([pod("p", "n1")], maxEvictionsPerCycle=0)
+    assert b.refusal(by_name(snap, "p"), "n1") == "limit maxEvictionsPerCycle 0 reached"
+
+
+def test_per_cycle_per_node_and_per_namespace_limits() -> None:
+    objs = [pod("a", "n1"), pod("b", "n1"), pod("c", "n2"), pod("d", "n2", namespace="other")]
+    b, snap = budget(objs, maxEvictionsPerCycle=3, maxEvictionsPerNode=1, maxEvictionsPerNamespace=2)
+    b.take(by_name(snap, "a"), "n1")
+    assert b.refusal(by_name(snap, "b"), "n1") == "limit maxEvictionsPerNode 1 reached on n1"
+    assert b.refusal(by_name(snap, "c"), "n2") is None
+    b.take(by_name(snap, "c"), "n2")
+    assert b.refusal(by_name(snap, "b"), "n2") == "limit maxEvictionsPerNode 1 reached on n2"
+    b2, snap2 = budget(objs, maxEvictionsPerNamespace=2)
+    b2.take(by_name(snap2, "a"), "n1")
+    b2.take(by_name(snap2, "c"), "n2")
+    assert b2.refusal(by_name(snap2, "b"), "n1") == "limit maxEvictionsPerNamespace 2 reached in default"
+    assert b2.refusal(by_name(snap2, "d"), "n2") is None
+    b.take(by_name(snap, "d"), "n2")
+    assert b.refusal(by_name(snap, "b"), "n1") == "limit maxEvictionsPerCycle 3 reached"
+
+
+def test_pdb_disruptions_allowed_are_counted_down() -> None:
+    b, snap = budget([pod("a", "n1"), pod("b", "n1"), pod("c", "n1"), pdb("web", {"app": "web"}, allowed=2)])
+    b.take(by_name(snap, "a"), "n1")
+    assert b.refusal(by_name(snap, "b"), "n1") is None
+    b.take(by_name(snap, "b"), "n1")
+    assert b.refusal(by_name(snap, "c"), "n1") == "PodDisruptionBudget web allows no more disruptions (2 allowed)"
+
+
+def test_pdb_with_zero_disruptions_allowed_refuses() -> None:
+    b, snap = budget([pod("a", "n1"), pdb("web", {"app": "web"}, allowed=0)])
+    assert b.refusal(by_name(snap, "a"), "n1") == "PodDisruptionBudget web allows no more disruptions (0 allowed)"
+
+
+def test_pdb_in_another_namespace_does_not_apply() -> None:
+    b, snap = budget([pod("a", "n1"), pdb("web", {"app": "web"}, allowed=0, namespace="other")])
+    assert b.refusal(by_name(snap, "a"), "n1") is None
+
+
+def test_two_pdbs_selecting_a_pod_refuse_it() -> None:
+    b, snap = budget([pod("a", "n1"), pdb("x", {"app": "web"}, allowed=3), pdb("w", {"app": "web"}, allowed=3)])
+    expected = "more than one PodDisruptionBudget selects the pod (w, x); eviction would be refused"
+    assert b.refusal(by_name(snap, "a"), "n1") == expected
+
+
+def test_pdb_not_yet_observed_refuses() -> None:
+    stale = pdb("web", {"app": "web"}, allowed=3)
+    stale["metadata"]["generation"] = 2
+    b, snap = budget([pod("a", "n1"), stale])
+    assert b.refusal(by_name(snap, "a"), "n1") == "PodDisruptionBudget web status is not yet observed by its controller"
