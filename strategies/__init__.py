@@ -27,8 +27,10 @@ def registry() -> dict[str, type[Strategy]]:
     """Every known strategy: the built-ins, then those installed through entry points."""
     if not _REGISTRY:
         from strategies.lownodeload import LowNodeLoad
+        from strategies.quotareclaim import QuotaReclaim
 
         register(LowNodeLoad)
+        register(QuotaReclaim)
         for entry in entry_points(group=ENTRY_POINT_GROUP):
             if entry.name not in _REGISTRY:
                 register(entry.load())

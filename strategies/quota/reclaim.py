@@ -1,0 +1,357 @@
+"""Guarantee reclaim: give a group below its min back what it lent (quotareclaim.md §2–3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from descheduler.model import Pod
+from descheduler.plan import PodKey, Skip
+from descheduler.quantity import format_units
+from descheduler.resources import EMPTY, Resources, total
+from strategies.quota.accounting import is_pending
+from strategies.quota.round import STRATEGY, Round, budget_refusal, fork_budget, take
+from strategies.quota.tree import describe
+from strategies.quota.units import Unit
+
+_LATEST = datetime.max
+
+
+def _pending_order(pod: Pod) -> tuple[int, float, str]:
+    """Priority desc, creation asc, name."""
+    created = pod.created.timestamp() if pod.created is not None else _LATEST.timestamp()
+    return (-(pod.priority or 0), created, pod.key)
+
+
+def usage_words(used: Mapping[str, int], minimum: Mapping[str, int], resources: list[str]) -> str:
+    return ", ".join(f"{r} {format_units(r, used.get(r, 0))}/{format_units(r, minimum.get(r, 0))}" for r in resources)
+
+
+@dataclass(slots=True)
+class Starving:
+    group: str
+    deficit: float
+    accepted: list[Pod] = field(default_factory=list)
+
+
+def find_starving(rnd: Round, pending: Mapping[str, list[Pod]]) -> list[Starving]:
+    """Leaf groups with pending pods that fit under their min (first fit), largest relative deficit first."""
+    args, tree, ledger, now = rnd.args, rnd.tree, rnd.ledger, rnd.ctx.snapshot.now
+    found: list[Starving] = []
+    for group in sorted(pending):
+        pods = sorted(pending[group], key=_pending_order)
+        if not tree.trusted(group):
+            why = tree.untrusted.get(group, "unknown quota")
+            for pod in pods:
+                rnd.result.unreclaimable.append(
+                    f"{pod.key} (quota {group}): not served: quota {group} is skipped: {why}"
+                )
+            continue
+        if not tree.is_leaf(group):
+            for pod in pods:
+                _skip_pending(rnd, pod, f"quota {group} is not a leaf of the quota tree: only leaf groups are served")
+            continue
+        quota = tree.groups[group]
+        used = ledger.used[group]
+        accepted_sum: Resources = EMPTY
+        starving = Starving(group=group, deficit=_deficit(used, quota.min))
+        for pod in pods:
+            if pod.preemption_policy == "Never":
+                _skip_pending(rnd, pod, "preemptionPolicy Never: it does not trigger reclaim")
+                continue
+            if not pod.requests:
+                continue
+            age = (now - pod.created).total_seconds() if pod.created is not None else None
+            if age is None and args.pending_grace_seconds > 0:
+                _skip_pending(rnd, pod, "no creation time: cannot tell how long it has been pending")
+                continue
+            if age is not None and age < args.pending_grace_seconds:
+                _skip_pending(rnd, pod, f"pending {int(age)}s < pendingGraceSeconds {args.pending_grace_seconds}")
+                continue
+            over = [r for r in sorted(pod.requests) if used[r] + accepted_sum[r] + pod.requests[r] > quota.min[r]]
+            if over:
+                detail = ", ".join(
+                    f"{r} {format_units(r, used[r] + accepted_sum[r])} + {format_units(r, pod.requests[r])} "
+                    f"> min {format_units(r, quota.min[r])}"
+                    for r in over
+                )
+                _skip_pending(rnd, pod, f"would make quota {group} borrow ({detail}): no reclaim above min")
+                continue
+            accepted_sum = accepted_sum + pod.requests
+            starving.accepted.append(pod)
+        if starving.accepted:
+            found.append(starving)
+    return sorted(found, key=lambda s: (-s.deficit, s.group))
+
+
+def _deficit(used: Resources, minimum: Resources) -> float:
+    ratios = [(minimum[r] - used[r]) / minimum[r] for r in minimum if minimum[r] > 0]
+    return max(ratios, default=0.0)
+
+
+def _skip_pending(rnd: Round, pod: Pod, reason: str) -> None:
+    rnd.skips.setdefault(pod.key, Skip(pod=PodKey.of(pod), reason=reason, strategy=STRATEGY))
+
+
+@dataclass(slots=True)
+class Attempt:
+    """Victim search for one pending pod q of starving group S."""
+
+    rnd: Round
+    group: str
+    pod: Pod
+    need: dict[str, int]
+    used: dict[str, Resources]  # tentative used per group
+    picks: list[Unit] = field(default_factory=list)
+    group_refusals: dict[str, str] = field(default_factory=dict)
+    unit_refusals: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def contested(self) -> list[str]:
+        return sorted(self.need)
+
+    def remaining(self) -> dict[str, int]:
+        freed = total(u.requests for u in self.picks)
+        return {r: n - freed[r] for r, n in self.need.items() if n - freed[r] > 0}
+
+    def lender_refusal(self, lender: str, open_resources: list[str]) -> str | None:
+        rnd, tree = self.rnd, self.rnd.tree
+        refusal = rnd.pacing.lender_refusal(lender) or rnd.pacing.pair_refusal(self.group, lender)
+        if refusal is not None:
+            return refusal
+        cap = rnd.args.max_evictions_per_lender
+        if cap is not None and rnd.per_lender[lender] + self._tentative_count(lender) >= cap:
+            return f"maxEvictionsPerLender {cap} reached for {lender}"
+        top = tree.lca(self.group, lender)
+        for g in tree.below(lender, top):
+            quota = tree.groups[g]
+            if not any(self.used[g][r] > quota.min[r] for r in open_resources):
+                where = "" if g == lender else f" (above {lender})"
+                return (
+                    f"quota {g}{where} is not borrowing {', '.join(open_resources)} "
+                    f"({usage_words(self.used[g], quota.min, open_resources)} used/min)"
+                )
+        for g in tree.below(self.group, top)[1:]:
+            quota = tree.groups[g]
+            over = [r for r in sorted(self.pod.requests) if self.used[g][r] + self.pod.requests[r] > quota.min[r]]
+            if over:
+                return (
+                    f"quota {g} (above {self.group}) cannot receive more "
+                    f"({usage_words(self.used[g], quota.min, over)} used/min): its own branch must give back first"
+                )
+        return None
+
+    def _tentative_count(self, lender: str) -> int:
+        return sum(len(u.pods) for u in self.picks if u.group == lender)
+
+    def unit_refusal(self, unit: Unit, open_resources: list[str]) -> str | None:
+        rnd, tree, args = self.rnd, self.rnd.tree, self.rnd.args
+        static = rnd.static_refusal(unit, need_usable_node=True)
+        if static is not None:
+            return static
+        cap = args.max_evictions_per_lender
+        if cap is not None and rnd.per_lender[unit.group] + self._tentative_count(unit.group) + len(unit.pods) > cap:
+            return f"maxEvictionsPerLender {cap}: {unit.group} cannot give {len(unit.pods)} more pod(s) this round"
+        if args.reclaim_policy == "LowerPriority" and unit.priority >= (self.pod.priority or 0):
+            return (
+                f"reclaimPolicy LowerPriority: priority {unit.priority} is not below "
+                f"waiting pod {self.pod.key}'s {self.pod.priority or 0}"
+            )
+        trial = fork_budget(rnd.round_budget)
+        for pick in self.picks:
+            take(trial, pick)
+        refusal = budget_refusal(trial, unit)
+        if refusal is not None:
+            return refusal
+        top = tree.lca(self.group, unit.group)
+        path = tree.below(unit.group, top)
+        contested = self.contested
+        if args.lender_floor == "Strict":
+            for g in path:
+                quota = tree.groups[g]
+                low = [
+                    r for r in contested if unit.requests[r] > 0 and self.used[g][r] - unit.requests[r] < quota.min[r]
+                ]
+                if low:
+                    after = self.used[g] - unit.requests
+                    return f"lenderFloor Strict: {g} would drop below its min ({usage_words(after, quota.min, low)})"
+        elif args.lender_floor == "NetGain":
+            created = self._shortfall_created(unit)
+            worse = [r for r in contested if created[r] >= self.pod.requests[r]]
+            if worse:
+                detail = ", ".join(
+                    f"{r} {format_units(r, created[r])} ≥ {format_units(r, self.pod.requests[r])}" for r in worse
+                )
+                return f"lenderFloor NetGain: the shortfall it creates is not smaller than the one it fixes ({detail})"
+        return None
+
+    def _shortfall_created(self, unit: Unit) -> Resources:
+        """Σ over lender leaves of how far below min they end, beyond where they started, with this unit."""
+        tree, start = self.rnd.tree, self.rnd.ledger.used
+        removed: dict[str, Resources] = {}
+        for u in [*self.picks, unit]:
+            removed[u.group] = removed.get(u.group, EMPTY) + u.requests
+        out: dict[str, int] = {}
+        for g, gone in removed.items():
+            quota = tree.groups[g]
+            for r in self.contested:
+                before = max(0, quota.min[r] - start[g][r])
+                after = max(0, quota.min[r] - (start[g][r] - gone[r]))
+                out[r] = out.get(r, 0) + max(0, after - before)
+        return Resources(out)
+
+    def order_key(self, lender: str, open_resources: list[str]) -> tuple[int, float, str]:
+        tree = self.rnd.tree
+        top = tree.lca(self.group, lender)
+        depth = -1 if top is None else tree.depth(top)
+        rank = depth if self.rnd.args.hierarchy_order == "TopDown" else -depth
+        quota = tree.groups[lender]
+        # Overage relative to the lender's guarantee (its weight); a lender with no min on r is
+        # weighed per unit, which puts pure borrowers first.
+        overage = max(
+            ((self.used[lender][r] - quota.min[r]) / max(quota.min[r], 1) for r in open_resources), default=0.0
+        )
+        return (rank, -overage, lender)
+
+    def pick(self, unit: Unit) -> None:
+        self.picks.append(unit)
+        for g in [unit.group, *self.rnd.tree.ancestors(unit.group)]:
+            self.used[g] = self.used[g] - unit.requests
+
+    def search(self) -> bool:
+        rnd = self.rnd
+        lenders = [g for g in sorted(rnd.units) if g != self.group and rnd.tree.trusted(g) and rnd.tree.is_leaf(g)]
+        cursors = dict.fromkeys(lenders, 0)
+        while True:
+            left = self.remaining()
+            if not left:
+                return True
+            open_resources = sorted(left)
+            options = []
+            for lender in lenders:
+                if cursors[lender] >= len(rnd.units[lender]):
+                    continue
+                if not any(u.requests_any(open_resources) for u in rnd.units[lender][cursors[lender] :]):
+                    continue
+                refusal = self.lender_refusal(lender, open_resources)
+                if refusal is not None:
+                    self.group_refusals[lender] = refusal
+                    continue
+                self.group_refusals.pop(lender, None)
+                options.append((self.order_key(lender, open_resources), lender))
+            chosen = None
+            for _, lender in sorted(options):
+                units = rnd.units[lender]
+                while cursors[lender] < len(units):
+                    unit = units[cursors[lender]]
+                    cursors[lender] += 1
+                    if not unit.requests_any(open_resources):
+                        continue
+                    refusal = self.unit_refusal(unit, open_resources)
+                    if refusal is None:
+                        chosen = unit
+                        break
+                    self.unit_refusals[unit.key] = refusal
+                    rnd.skip(unit, refusal)
+                if chosen is not None:
+                    break
+            if chosen is None:
+                return False
+            self.pick(chosen)
+
+    def fill_back(self) -> None:
+        """Drop picks that turn out unnecessary, walking back from the last one."""
+        for unit in list(reversed(self.picks)):
+            rest = [u for u in self.picks if u is not unit]
+            freed = total(u.requests for u in rest)
+            if all(freed[r] >= n for r, n in self.need.items()):
+                self.picks = rest
+
+
+def serve(rnd: Round, group: str, pod: Pod) -> None:
+    """Find, check and commit the victims that let `pod` run under its group's min."""
+    ledger = rnd.ledger
+    free = ledger.free()
+    need = {r: v - free[r] for r, v in pod.requests.items() if v > free[r]}
+    if not need:
+        # Room exists: it waits for another reason (affinity, fragmentation). Hold the room for it.
+        ledger.admit(group, pod.requests)
+        _skip_pending(rnd, pod, "fits in free capacity: pending for another reason (affinity, taints, fragmentation)")
+        return
+    quota = rnd.tree.groups[group]
+    attempt = Attempt(rnd=rnd, group=group, pod=pod, need=need, used=dict(ledger.used))
+    contested = attempt.contested
+    wanted = f"needs {describe(need)} beyond free capacity"
+    if not attempt.search():
+        rnd.result.unreclaimable.append(_unreclaimable(attempt, wanted))
+        return
+    attempt.fill_back()
+    count = sum(len(u.pods) for u in attempt.picks)
+    cap = rnd.args.max_evictions_per_round
+    if rnd.evicted + count > cap:
+        rnd.stopped = f"maxEvictionsPerRound {cap} reached"
+        rnd.result.unreclaimable.append(
+            f"{pod.key} (quota {group}): deferred: its {count} victim(s) would exceed maxEvictionsPerRound {cap} "
+            f"({rnd.evicted} already planned); a victim set is never committed in part"
+        )
+        return
+    used_before = ledger.used[group]
+    reasons = []
+    for unit in attempt.picks:
+        lender = rnd.tree.groups[unit.group]
+        reasons.append(
+            (
+                unit,
+                f"quota {group} below min {usage_words(used_before, quota.min, contested)}, waiting pod {pod.key}; "
+                f"lender {unit.group} uses {usage_words(ledger.used[unit.group], lender.min, contested)} (used/min)",
+            )
+        )
+    victims: list[str] = []
+    for unit, reason in reasons:
+        victims += rnd.commit([unit], reason, PodKey.of(pod))
+    ledger.admit(group, pod.requests)
+    if not rnd.args.dry_run:
+        rnd.pacing.record(group, pod.key, victims, sorted({u.group for u in attempt.picks}), used_before)
+
+
+def _unreclaimable(attempt: Attempt, wanted: str) -> str:
+    freed = total(u.requests for u in attempt.picks)
+    covered = describe(freed, attempt.contested)
+    kinds: dict[str, list[str]] = {"lender granularity": [], "PDB": [], "limits": [], "policy": [], "tree": []}
+    for key, why in sorted(attempt.unit_refusals.items()):
+        kinds[_kind(why)].append(f"{key}: {why}")
+    for lender, why in sorted(attempt.group_refusals.items()):
+        kinds["tree" if "quota" in why else "limits"].append(f"{lender}: {why}")
+    blocked = "; ".join(f"{kind} — {' | '.join(items[:3])}" for kind, items in kinds.items() if items)
+    if not blocked:
+        blocked = "no other group borrows the contested resources"
+    return (
+        f"{attempt.pod.key} (quota {attempt.group}) {wanted}; eligible victims would free only {covered}; "
+        f"nothing evicted for it. Why: {blocked}"
+    )
+
+
+def _kind(reason: str) -> str:
+    if reason.startswith("lenderFloor"):
+        return "lender granularity"
+    if "PodDisruptionBudget" in reason:
+        return "PDB"
+    if reason.startswith(("limit ", "maxEvictions", "lender cooldown", "backoff")):
+        return "limits"
+    return "policy"
+
+
+def reclaim_guarantees(rnd: Round) -> None:
+    pending: dict[str, list[Pod]] = {}
+    groups = rnd.pod_groups
+    for pod in rnd.ctx.snapshot.pods:
+        group = groups.get(pod.key)
+        if group is not None and is_pending(pod):
+            pending.setdefault(group, []).append(pod)
+    for starving in find_starving(rnd, pending):
+        for pod in starving.accepted:
+            if rnd.stopped is not None:
+                rnd.result.unreclaimable.append(f"{pod.key} (quota {starving.group}): deferred: {rnd.stopped}")
+                continue
+            serve(rnd, starving.group, pod)

@@ -1,0 +1,73 @@
+"""QuotaReclaim: give quota groups back what they lent (design: quotareclaim.md).
+
+Pure: the snapshot (with its `now`) and arguments in, evictions and reasons out. The pieces live
+in `strategies.quota`: the tree and its validation, accounting, victim units (gangs), over-max
+revocation, guarantee reclaim, and pacing state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from descheduler.policy import QuotaReclaimArgs
+from descheduler.strategy import PlanContext, StrategyResult
+from strategies.quota.accounting import Ledger, Membership, holds_capacity
+from strategies.quota.overmax import revoke_over_max
+from strategies.quota.pacing import Pacing
+from strategies.quota.reclaim import reclaim_guarantees
+from strategies.quota.round import Round
+from strategies.quota.tree import build_tree
+from strategies.quota.units import Unit, build_units
+
+
+class QuotaReclaim:
+    name: ClassVar[str] = "QuotaReclaim"
+    args_model: ClassVar[type[BaseModel]] = QuotaReclaimArgs
+
+    def plan(self, ctx: PlanContext, args: QuotaReclaimArgs) -> StrategyResult:
+        snapshot = ctx.snapshot
+        tree = build_tree(snapshot.quotas, args.parent_label)
+        if not tree.groups:
+            return StrategyResult()
+        membership = Membership.build(tree, args.quota_label)
+        pod_groups: dict[str, str] = {}
+        for pod in snapshot.pods:
+            group = membership.group_of(pod)
+            if group is not None:
+                pod_groups[pod.key] = group
+        considered = {name for name, ok in zip(ctx.table.names, ctx.considered, strict=True) if ok}
+        usable = frozenset(n.name for n in snapshot.nodes if n.ready and not n.unschedulable and n.name in considered)
+        ledger = Ledger.build(snapshot, tree, pod_groups, usable, args.aggregate_min_gate)
+        units: dict[str, list[Unit]] = {}
+        for unit in build_units((p for p in snapshot.pods if holds_capacity(p)), pod_groups):
+            for group in unit.groups:
+                if group:
+                    units.setdefault(group, []).append(unit)
+        for group_units in units.values():
+            group_units.sort(key=Unit.victim_order)
+        pacing = Pacing.load(ctx.state, snapshot.now, args)
+        pacing.check_progress(snapshot, ledger)
+        rnd = Round(
+            ctx=ctx,
+            args=args,
+            tree=tree,
+            ledger=ledger,
+            pacing=pacing,
+            units=units,
+            pod_groups=pod_groups,
+            usable_nodes=usable,
+        )
+        rnd.result.warnings.extend(tree.warnings)
+        rnd.result.warnings.extend(membership.warnings())
+        previous: Any = ctx.state.get("overMaxSince", {})
+        episodes = revoke_over_max(rnd, previous)
+        reclaim_guarantees(rnd)
+        rnd.finish()
+        rnd.result.warnings.extend(pacing.warnings)
+        state = pacing.state()
+        if episodes:
+            state["overMaxSince"] = episodes
+        rnd.result.state = state
+        return rnd.result
