@@ -59,6 +59,7 @@ _POD_ANNOTATIONS = frozenset(
         ANNOTATION_EVICTION_COST,
         ANNOTATION_MIRROR,
         ANNOTATION_CONFIG_SOURCE,
+        "gang.scheduling.koordinator.sh/name",
     }
 )
 _NODE_ANNOTATIONS = frozenset({ANNOTATION_RAW_ALLOCATABLE, ANNOTATION_USAGE_THRESHOLDS})

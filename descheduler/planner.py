@@ -80,7 +80,8 @@ def _policy_warnings(policy: Policy, snapshot: Snapshot, metric: Any) -> list[st
         warnings.append("the policy configures no strategy: nothing will ever move")
     if policy.limits.max_evictions_per_cycle == 0:
         warnings.append("limits.maxEvictionsPerCycle is 0: nothing will ever move")
-    if snapshot.nodes and not (metric == METRIC_FRESH).any():
+    uses_load = any(isinstance(config.args, LowNodeLoadArgs) for config in policy.strategies)
+    if uses_load and snapshot.nodes and not (metric == METRIC_FRESH).any():
         warnings.append(
             f"no node has a fresh metric (at {snapshot.now.isoformat()}): every node is excluded; "
             "check the load source, or pass --now for an old snapshot"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 from descheduler.quantity import format_units, to_units
@@ -25,6 +25,19 @@ class Resources(Mapping[str, int]):
 
     def __getitem__(self, key: str) -> int:
         return self._items.get(key, 0)
+
+    # Direct views of the dict: the Mapping mixins would go through __getitem__ per key (hot path).
+    def items(self) -> ItemsView[str, int]:
+        return self._items.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def values(self) -> ValuesView[int]:
+        return self._items.values()
+
+    def get(self, key: str, default: int | None = 0) -> int | None:  # type: ignore[override]
+        return self._items.get(key, default)
 
     def __contains__(self, key: object) -> bool:
         return key in self._items

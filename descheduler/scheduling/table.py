@@ -15,11 +15,11 @@ from datetime import timedelta
 import numpy as np
 import numpy.typing as npt
 
-from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, Pod, Taint
+from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, NodeUsage, Pod, Taint
 from descheduler.policy import SchedulingArgs
 from descheduler.priority import is_prod
 from descheduler.resources import Resources
-from descheduler.scheduling.estimator import estimate, estimate_pod
+from descheduler.scheduling.estimator import DEFAULT_CPU_MILLI, DEFAULT_MEMORY_BYTES, estimate
 from descheduler.snapshot import Snapshot
 
 IntArray = npt.NDArray[np.int64]
@@ -71,6 +71,8 @@ class NodeTable:
     taint_group: npt.NDArray[np.int32]
     taint_groups: list[tuple[Taint, ...]]
     pod_loads: dict[str, PodLoad] = field(default_factory=dict)
+    pod_rows: dict[str, int] = field(default_factory=dict)
+    pods: PodMatrix | None = None
     _labels: dict[str, dict[str, list[int]]] | None = None
 
     @property
@@ -232,77 +234,140 @@ def _percent_row(table: NodeTable, percents: Mapping[str, float]) -> FloatArray:
     return row
 
 
-def _pod_load(table: NodeTable, pod: Pod) -> PodLoad:
-    requests = table.vector(pod.requests)
-    requests[table.column["pods"]] = 1
-    metric = table.snapshot.pod_usage.get(pod.key)
-    # Measured resources come from the pod's metric; the others (extended, pods) from requests.
-    usage = requests.copy()
-    for name in table.measured:
+@dataclass(frozen=True, slots=True)
+class PodMatrix:
+    """Requests, measured usage and estimate of many pods, one row each."""
+
+    requests: IntArray
+    usage: IntArray
+    estimate: IntArray
+    has_metric: BoolArray
+    prod: BoolArray
+
+
+def pod_matrix(table: NodeTable, pods: Sequence[Pod]) -> PodMatrix:
+    """Bulk version of `PodLoad` for many pods; the single-pod path uses it too, so both agree."""
+    column, usage_of = table.column, table.snapshot.pod_usage
+    count, width = len(pods), len(table.resources)
+    requests = np.zeros((count, width), dtype=np.int64)
+    limits = np.zeros((count, width), dtype=np.int64)
+    usage = np.zeros((count, width), dtype=np.int64)
+    has_metric = np.zeros(count, dtype=np.bool_)
+    prod = np.zeros(count, dtype=np.bool_)
+    measured = table.measured
+    # Collect (row, column, value) triples and assign them in one step: per-element numpy writes are slow.
+    req_at: tuple[list[int], list[int], list[int]] = ([], [], [])
+    lim_at: tuple[list[int], list[int], list[int]] = ([], [], [])
+    use_at: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for i, pod in enumerate(pods):
+        for target, vector in ((req_at, pod.requests), (lim_at, pod.limits)):
+            for name, value in vector.items():
+                col = column.get(name)
+                if col is not None:
+                    target[0].append(i)
+                    target[1].append(col)
+                    target[2].append(value)
+        metric = usage_of.get(pod.key)
+        if metric is not None:
+            has_metric[i] = True
+            for name, value in metric.usage.items():
+                col = column.get(name)
+                if col is not None and name in measured:
+                    use_at[0].append(i)
+                    use_at[1].append(col)
+                    use_at[2].append(value)
+        prod[i] = is_prod(pod)
+    for matrix, (at_rows, at_cols, at_values) in ((requests, req_at), (limits, lim_at), (usage, use_at)):
+        matrix[at_rows, at_cols] = at_values
+    requests[:, column["pods"]] = 1
+    estimate = _estimate_matrix(table, requests, limits)
+    # Resources the load source does not measure (extended resources, pods) count by requests.
+    others = [column[name] for name in table.resources if name not in measured]
+    usage[:, others] = requests[:, others]
+    estimate[:, others] = requests[:, others]
+    return PodMatrix(requests, usage, estimate, has_metric, prod)
+
+
+def _estimate_matrix(table: NodeTable, requests: IntArray, limits: IntArray) -> IntArray:
+    """`estimator.estimate` for every row at once."""
+    out = np.zeros_like(requests)
+    for name, factor in table.args.estimated_scaling_factors.items():
         col = table.column.get(name)
-        if col is not None:
-            usage[col] = metric.usage[name] if metric is not None else 0
-    estimate = table.vector(estimate_pod(pod, table.args.estimated_scaling_factors))
-    for name in table.resources:
-        if name not in table.measured:
-            estimate[table.column[name]] = requests[table.column[name]]
-    return PodLoad(requests=requests, usage=usage, estimate=estimate, has_metric=metric is not None, prod=is_prod(pod))
+        if col is None:
+            continue
+        request, limit = requests[:, col], limits[:, col]
+        quantity = np.where(limit > request, limit, request)
+        value = (quantity * factor + 50) // 100
+        value = np.where(limit > 0, np.minimum(value, limit), value)
+        default = {"cpu": DEFAULT_CPU_MILLI, "memory": DEFAULT_MEMORY_BYTES}.get(name, 0)
+        out[:, col] = np.where(quantity == 0, default, value)
+    return out
 
 
-def _reported(table: NodeTable, pod: Pod, load: PodLoad) -> bool:
+def _pod_load(table: NodeTable, pod: Pod) -> PodLoad:
+    row = table.pod_rows.get(pod.key)
+    matrix = table.pods if row is not None and table.pods is not None else pod_matrix(table, [pod])
+    i = row if row is not None else 0
+    return PodLoad(
+        requests=matrix.requests[i],
+        usage=matrix.usage[i],
+        estimate=matrix.estimate[i],
+        has_metric=bool(matrix.has_metric[i]),
+        prod=bool(matrix.prod[i]),
+    )
+
+
+def _reported(pod: Pod, metric: NodeUsage | None) -> bool:
     """Whether the node's last metric report can already include this pod (scheduling-core.md §4)."""
-    if not load.has_metric:
-        return False
-    metric = table.snapshot.node_usage.get(pod.node_name)
     if metric is None or pod.scheduled_at is None:
         return True
     return pod.scheduled_at <= metric.timestamp - timedelta(seconds=metric.report_interval_seconds)
 
 
+def _by_node(rows: IntArray, values: IntArray, size: int) -> IntArray:
+    out = np.zeros((size, values.shape[1]), dtype=np.int64)
+    np.add.at(out, rows, values)
+    return out
+
+
 def _fill_pods(table: NodeTable, snapshot: Snapshot, args: SchedulingArgs) -> None:
-    measured_cols = [table.column[n] for n in table.measured if n in table.column]
+    """Per-node sums of the bound, non-terminal pods, and the usage rule of lownodeload.md §3.1."""
+    pods = [p for p in snapshot.pods if p.node_name in table.index and not p.terminal]
+    table.pod_rows = {p.key: i for i, p in enumerate(pods)}
+    matrix = table.pods = pod_matrix(table, pods)
+    n = table.size
+    rows = np.array([table.index[p.node_name] for p in pods], dtype=np.int64)
+    deleting = np.array([p.deleting for p in pods], dtype=np.bool_)
+    reported = matrix.has_metric & np.array(
+        [_reported(p, snapshot.node_usage.get(p.node_name)) for p in pods], dtype=np.bool_
+    )
+    staying = ~deleting
+    # Terminating pods still hold their requests but their load is already leaving.
+    extra = np.maximum(matrix.estimate - matrix.usage, 0) * (staying & ~reported)[:, None]
+    table.requested[:] = _by_node(rows, matrix.requests, n)
+    pod_sum = _by_node(rows, matrix.usage, n)
+    leaving = _by_node(rows, matrix.usage * deleting[:, None], n)
+    unreported = _by_node(rows, extra, n)
+    prod_rows = matrix.prod & staying
+    prod = _by_node(rows, matrix.usage * prod_rows[:, None], n)
+    prod_unreported = _by_node(rows, extra * matrix.prod[:, None], n)
+    measured_cols = [table.column[name] for name in table.measured if name in table.column]
+    usage = pod_sum - leaving
     for row, name in enumerate(table.names):
-        pods = snapshot.pods_by_node.get(name, ())
         metric = snapshot.node_usage.get(name)
-        pod_sum = np.zeros(len(table.resources), dtype=np.int64)
-        leaving = np.zeros(len(table.resources), dtype=np.int64)
-        unreported = np.zeros(len(table.resources), dtype=np.int64)
-        prod_unreported = np.zeros(len(table.resources), dtype=np.int64)
-        prod = np.zeros(len(table.resources), dtype=np.int64)
-        for pod in pods:
-            if pod.terminal:
-                continue
-            load = table.load_of(pod)
-            table.requested[row] += load.requests
-            pod_sum += load.usage
-            if pod.deleting:
-                # Terminating pods still hold their requests but their load is already leaving.
-                leaving += load.usage
-                continue
-            extra = np.maximum(load.estimate - load.usage, 0) if not _reported(table, pod, load) else None
-            if extra is not None:
-                unreported += extra
-            if load.prod:
-                prod += load.usage
-                if extra is not None:
-                    prod_unreported += extra
         if metric is None:
-            table.usage[row] = pod_sum - leaving
-            table.prod_usage[row] = prod
             continue
-        node_total = table.vector(metric.usage)
         if metric.system_usage is not None:
             system = table.vector(metric.system_usage)
         else:
-            system = np.maximum(node_total - pod_sum, 0)
-        usage = pod_sum - leaving
-        usage[measured_cols] += system[measured_cols]
-        table.usage[row] = usage
-        table.prod_usage[row] = prod
-        table.estimated[row] = usage + unreported
-        table.prod_estimated[row] = prod + prod_unreported
-        if table.has_aggregated[row]:
-            table.aggregated[row] = np.maximum(table.aggregated[row] - leaving, 0) + unreported
+            system = np.maximum(table.vector(metric.usage) - pod_sum[row], 0)
+        usage[row, measured_cols] += system[measured_cols]
+    table.usage[:] = usage
+    table.prod_usage[:] = prod
+    table.estimated[:] = usage + unreported
+    table.prod_estimated[:] = prod + prod_unreported
+    aggregated = np.maximum(table.aggregated - leaving, 0) + unreported
+    table.aggregated[:] = np.where(table.has_aggregated[:, None], aggregated, 0)
     for reservation in snapshot.reservations:
         if reservation.holds_room and reservation.node_name in table.index:
             table.reserved[table.index[reservation.node_name]] += table.vector(reservation.resources)
