@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from descheduler.evictor import eviction_refusal
 from descheduler.plan import Plan
 from descheduler.policy import parse_policy
+from descheduler.priority import is_prod
 from tests.builders import Obj, lnl_policy, node, node_metrics, pdb, plan, pod, pod_metrics, snapshot
 
 ALLOC = {"cpu": 8000, "memory": 32 * 2**30}
@@ -193,3 +194,47 @@ def test_same_snapshot_and_policy_give_the_same_plan(
     first = run(case, policy_yaml)
     assert run(case, policy_yaml) == first
     assert plan(shuffled, policy_yaml)[0] == first  # the order objects were listed in does not matter
+
+
+@st.composite
+def prod_policies(draw: st.DrawFn) -> str:
+    low, high = draw(st.integers(10, 50)), draw(st.integers(50, 90))
+    prod_low = draw(st.integers(5, low))
+    prod_high = draw(st.integers(prod_low, high))
+    return lnl_policy(
+        {"cpu": low},
+        {"cpu": high},
+        prodLowThresholds={"cpu": prod_low},
+        prodHighThresholds={"cpu": prod_high},
+        nodeFit=draw(st.booleans()),
+        victimSelection=draw(st.sampled_from(["greedy", "minimal"])),
+    )
+
+
+@SETTINGS
+@given(clusters(), prod_policies())
+def test_no_target_ends_above_its_high_or_prod_high_threshold(
+    case: tuple[list[Obj], dict[str, dict[str, int]]], policy_yaml: str
+) -> None:
+    objs, usage = case
+    result = run(case, policy_yaml)
+    args = parse_policy(policy_yaml).strategies[0].args
+    high, prod_high = dict(args.high_thresholds), dict(args.prod_high_thresholds)  # type: ignore[attr-defined]
+    snap = snapshot(objs)
+    prod = {p.name for p in snap.pods if is_prod(p)}
+    final = node_usage(objs, usage)
+    final_prod = {n.name: {"cpu": 0, "memory": 0} for n in snap.nodes}
+    for p in snap.pods:
+        if p.name in prod:
+            final_prod[p.node_name]["cpu"] += usage[p.name]["cpu"]
+    for m in result.migrations:
+        assert m.target_node is not None
+        final[m.source_node]["cpu"] -= usage[m.pod.name]["cpu"]
+        final[m.target_node]["cpu"] += usage[m.pod.name]["cpu"]
+        if m.pod.name in prod:
+            final_prod[m.source_node]["cpu"] -= usage[m.pod.name]["cpu"]
+            final_prod[m.target_node]["cpu"] += usage[m.pod.name]["cpu"]
+    for target in {m.target_node for m in result.migrations}:
+        assert target is not None
+        assert not over(final[target], high), (target, final[target], high)
+        assert not over(final_prod[target], prod_high), (target, final_prod[target], prod_high)

@@ -10,9 +10,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 
 from descheduler.policy import PolicyError
+from strategies.victims import minimal_cover
 from tests.builders import (
     CREATED,
     NOW,
@@ -651,3 +653,30 @@ def test_reservation_in_flight_counts_on_its_node() -> None:
     assert classes(result) == {"cool": "normal", "hot": "high"}
     assert reports(result)["cool"].usage == {"cpu": pytest.approx(3.4 / 8)}
     assert moves(result) == []
+
+
+# --- minimal cover ------------------------------------------------------------------------
+
+
+def vectors(*values: int) -> list[Any]:
+    return [np.array([v], dtype=np.int64) for v in values]
+
+
+@pytest.mark.parametrize(
+    ("usages", "excess", "expected"),
+    [
+        ((5, 5, 15, 35), 12, [2]),  # one item suffices: the first in order that covers
+        ((5, 5, 15, 35), 0, []),  # nothing to cover
+        ((5, 5, 3), 14, None),  # all together cannot cover
+        ((2, 3, 8, 1), 9, [0, 2]),  # smallest size 2; lexicographically first pair that covers
+        ((1, 1, 1, 1), 4, [0, 1, 2, 3]),
+    ],
+)
+def test_minimal_cover(usages: tuple[int, ...], excess: int, expected: list[int] | None) -> None:
+    assert minimal_cover(vectors(*usages), np.array([float(excess)])) == expected
+
+
+def test_minimal_cover_needs_every_resource_covered() -> None:
+    usages = [np.array([10, 0]), np.array([0, 10]), np.array([6, 6])]
+    assert minimal_cover(usages, np.array([5.0, 5.0])) == [2]
+    assert minimal_cover(usages, np.array([8.0, 8.0])) == [0, 1]

@@ -467,10 +467,13 @@ def clusters(draw: st.DrawFn) -> list[Obj]:
                 ready=draw(st.integers(0, 5)) > 0,
             )
         )
-        metric = draw(st.sampled_from(["fresh", "stale", "none"]))
-        if metric != "none":
-            at = NOW if metric == "fresh" else STALE
-            objs.append(node_metrics(name, f"{draw(st.integers(0, 8000))}m", "1Gi", at=at))
+        metric = draw(st.sampled_from(["fresh", "aggregated", "stale", "none"]))
+        cpu_used = f"{draw(st.integers(0, 8000))}m"
+        if metric == "aggregated":
+            p95 = f"{draw(st.integers(0, 8000))}m"
+            objs.append(node_metric(name, cpu_used, "1Gi", aggregated={"p95": (p95, "1Gi")}))
+        elif metric != "none":
+            objs.append(node_metrics(name, cpu_used, "1Gi", at=NOW if metric == "fresh" else STALE))
         for j in range(draw(st.integers(0, 2))):
             objs.append(
                 pod(
@@ -502,7 +505,9 @@ def clusters(draw: st.DrawFn) -> list[Obj]:
         pod(
             "incoming",
             cpu=f"{draw(st.integers(0, 4000))}m",
-            owner="db",
+            owner=draw(st.sampled_from(["db", "db", "agent"])),
+            owner_kind="ReplicaSet" if draw(st.integers(0, 4)) else "DaemonSet",
+            priority=draw(st.sampled_from([None, 9500, 5500])),
             affinity=aff or None,
             tolerations=tolerations,
             node_selector={"zone": zone} if zone and draw(st.booleans()) else None,
@@ -517,12 +522,23 @@ def clusters(draw: st.DrawFn) -> list[Obj]:
     return objs
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(clusters(), st.booleans(), st.booleans(), st.booleans())
-def test_feasible_mask_equals_scalar_feasible(
-    objs: list[Obj], node_fit: bool, filter_expired: bool, enable: bool
-) -> None:
-    snap, view = view_of(objs, filterExpiredNodeMetrics=filter_expired, enableScheduleWhenNodeMetricsExpired=enable)
+LOAD_ARGS = st.fixed_dictionaries(
+    {
+        "usageThresholds": st.sampled_from([{}, {"cpu": 65}, {"cpu": 40, "memory": 95}]),
+        "filterExpiredNodeMetrics": st.booleans(),
+        "enableScheduleWhenNodeMetricsExpired": st.booleans(),
+    },
+    optional={
+        "prodUsageThresholds": st.sampled_from([{"cpu": 30}, {"memory": 50}]),
+        "aggregated": st.just({"usageThresholds": {"cpu": 50}, "usageAggregationType": "p95"}),
+    },
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.booleans(), LOAD_ARGS)
+def test_feasible_mask_equals_scalar_feasible(objs: list[Obj], node_fit: bool, load_args: dict[str, Any]) -> None:
+    snap, view = view_of(objs, **load_args)
     incoming = the_pod(snap, "incoming")
     from descheduler.scheduling.core import owned_reservations
 
