@@ -1,0 +1,172 @@
+"""SimulatedCluster: a fake API server plus the components a real cluster runs, on simulated time."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from descheduler.sim.apiserver import FakeApiServer, Store
+from descheduler.sim.apiserver.server import SYSTEM_NAMESPACES
+from descheduler.sim.clock import SimClock
+from descheduler.sim.disruption import DisruptionController
+from descheduler.sim.events import EventPlayer
+from descheduler.sim.kubelet import Kubelet
+from descheduler.sim.metrics import MetricsPublisher
+from descheduler.sim.scenario import LoadedScenario
+from descheduler.sim.scheduler import Scheduler
+from descheduler.sim.workloads import (
+    DeploymentController,
+    GarbageCollector,
+    ReplicaSetController,
+    StatefulSetController,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Component(Protocol):
+    def step(self, now: float) -> Any: ...
+
+
+class SimulatedCluster:
+    """From a scenario: the API server with the scenario's objects, and the controllers, scheduler,
+    kubelet and metrics publisher stepping on a `SimClock`. `advance` moves time in ticks."""
+
+    def __init__(
+        self,
+        loaded: LoadedScenario,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        start: float | None = None,
+    ) -> None:
+        scenario = loaded.scenario
+        self.scenario = scenario
+        self.began = start if start is not None else scenario.start if scenario.start is not None else time.time()
+        self.clock = SimClock(self.began)
+        self.tick = scenario.timing.tick_seconds
+        self.store = Store(clock=self.clock, pod_termination_delay=None)
+        self.store.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in SYSTEM_NAMESPACES)
+        self.store.load(_known(self.store, loaded.objects, loaded.source))
+        self.server = FakeApiServer(host=host, port=port, store=self.store)
+        timing = scenario.timing
+        self.events = EventPlayer(self.store, scenario.events, self.began)
+        self.deployments = DeploymentController(self.store)
+        self.replicasets = ReplicaSetController(self.store, random.Random(scenario.seed))
+        self.statefulsets = StatefulSetController(self.store)
+        self.garbage_collector = GarbageCollector(self.store)
+        self.scheduler = Scheduler(self.store)
+        self.kubelet = Kubelet(
+            self.store,
+            scenario.usage,
+            start_delay=timing.start_delay_seconds,
+            ready_delay=timing.ready_delay_seconds,
+            seed=scenario.seed,
+            began=self.began,
+        )
+        self.disruption = DisruptionController(self.store)
+        self.metrics = MetricsPublisher(
+            self.store,
+            lambda: self.kubelet.usage,
+            overhead=scenario.usage.overhead_units(),
+            report_interval=timing.report_interval_seconds,
+        )
+        # Order within a tick: what the user does, then controllers, scheduler, kubelet, status and metrics.
+        self.components: list[Component] = [
+            self.events,
+            self.deployments,
+            self.replicasets,
+            self.statefulsets,
+            self.garbage_collector,
+            self.scheduler,
+            self.kubelet,
+            self.disruption,
+            self.metrics,
+        ]
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> SimulatedCluster:
+        self.server.start()
+        self.step()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> SimulatedCluster:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        return self.server.write_kubeconfig(path)
+
+    def api_client(self) -> Any:
+        return self.server.api_client()
+
+    # ---------------------------------------------------------------- time
+
+    @property
+    def now(self) -> float:
+        return self.clock()
+
+    @property
+    def elapsed(self) -> float:
+        return self.clock() - self.began
+
+    def step(self) -> None:
+        """Run every component once at the current instant."""
+        with self._lock:
+            now = self.clock()
+            for component in self.components:
+                try:
+                    component.step(now)
+                except Exception:  # one component's bug must not stop the others (as in a real cluster)
+                    log.exception("simulated %s failed", type(component).__name__)
+
+    def advance(self, seconds: float) -> None:
+        """Move simulated time forward by `seconds`, one tick at a time, stepping after each tick."""
+        remaining = seconds
+        while remaining > 1e-9:
+            delta = min(self.tick, remaining)
+            self.clock.advance(delta)
+            remaining -= delta
+            self.step()
+
+    def run_realtime(self, stop: threading.Event, speed: float = 1.0) -> None:
+        """Advance one tick per tick/speed wall seconds until `stop` is set (for `sim serve`)."""
+        interval = self.tick / speed
+        deadline = time.monotonic()
+        while not stop.is_set():
+            deadline += interval
+            if stop.wait(max(0.0, deadline - time.monotonic())):
+                break
+            self.advance(self.tick)
+
+
+def _known(store: Store, objects: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+    """Objects of kinds the server serves; others are dropped with one warning per kind."""
+    out, warned = [], set()
+    for obj in objects:
+        kind = (str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        if store.table.by_kind(*kind) is None:
+            if kind not in warned:
+                log.warning("%s: kind %s %s is not served by the simulated cluster; ignored", source, *kind)
+                warned.add(kind)
+            continue
+        out.append(obj)
+    return out

@@ -1,0 +1,128 @@
+"""A simulated kubelet for every node: starts bound pods, finishes terminating ones, reports usage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from descheduler.sim.apiserver import ApiError, Store
+from descheduler.sim.apiserver.clock import rfc3339
+from descheduler.sim.clock import parse_instant
+from descheduler.sim.pods import Obj, is_terminal, pod_key, pod_requests, set_condition
+from descheduler.sim.usage import UsageModel, UsageSpec, models_for, usage_units
+
+
+@dataclass(frozen=True, slots=True)
+class PodUsage:
+    namespace: str
+    name: str
+    node: str
+    cpu: int  # millicores
+    memory: int  # bytes
+
+
+@dataclass(slots=True)
+class Kubelet:
+    """Pods bound to a node become Running after `start_delay`, Ready after `ready_delay` more;
+    a terminating pod is removed once its deletionTimestamp has passed. `usage` holds each running
+    pod's usage at the last step, for the metrics publisher."""
+
+    store: Store
+    usage_spec: UsageSpec = field(default_factory=UsageSpec)
+    start_delay: float = 1.0
+    ready_delay: float = 5.0
+    seed: int = 0
+    began: float = 0.0  # the scenario's start: series models count from here
+    usage: dict[str, PodUsage] = field(default_factory=dict)
+    _bound_at: dict[str, float] = field(default_factory=dict)
+    _models: dict[str, tuple[dict[str, UsageModel], dict[str, int]]] = field(default_factory=dict)
+
+    def step(self, now: float) -> None:
+        usage: dict[str, PodUsage] = {}
+        seen: set[str] = set()
+        for pod in self.store.list("pods"):
+            meta, spec = pod["metadata"], pod.get("spec") or {}
+            node = spec.get("nodeName")
+            if not node:
+                continue
+            uid = str(meta.get("uid"))
+            seen.add(uid)
+            if meta.get("deletionTimestamp"):
+                if parse_instant(meta["deletionTimestamp"]) <= now:
+                    self.store.finalize_pod(meta["namespace"], meta["name"])
+                    continue
+            elif not is_terminal(pod):
+                self._advance_phase(pod, uid, now)
+            if (pod.get("status") or {}).get("phase") == "Running" or meta.get("deletionTimestamp"):
+                usage[pod_key(pod)] = self._usage(pod, uid, node, now)
+        self.usage = usage
+        self._bound_at = {k: v for k, v in self._bound_at.items() if k in seen}
+        self._models = {k: v for k, v in self._models.items() if k in seen}
+
+    def _advance_phase(self, pod: Obj, uid: str, now: float) -> None:
+        status = pod.get("status") or {}
+        bound = self._bound_at.setdefault(uid, now)
+        phase = status.get("phase", "Pending")
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        if phase == "Running" and ready:
+            return
+        if phase == "Pending" and now < bound + self.start_delay:
+            return
+        started = status.get("startTime")
+        started_at = parse_instant(started) if started else now
+        become_ready = phase == "Running" and now >= started_at + self.ready_delay
+
+        def mutate(obj: Obj) -> None:
+            st = obj.setdefault("status", {})
+            when = rfc3339(now)
+            if st.get("phase", "Pending") == "Pending":
+                st["phase"] = "Running"
+                st["startTime"] = when
+                st["hostIP"] = st["podIP"] = "10.0.0.1"
+                set_condition(st, "Initialized", "True", when)
+                set_condition(st, "ContainersReady", "False", when)
+                set_condition(st, "Ready", "False", when)
+                st["containerStatuses"] = [
+                    {
+                        "name": c.get("name", ""),
+                        "ready": False,
+                        "restartCount": 0,
+                        "started": True,
+                        "image": c.get("image", ""),
+                        "state": {"running": {"startedAt": when}},
+                    }
+                    for c in (obj.get("spec") or {}).get("containers") or []
+                ]
+            if become_ready or (self.ready_delay == 0 and st.get("phase") == "Running"):
+                set_condition(st, "ContainersReady", "True", when)
+                set_condition(st, "Ready", "True", when)
+                for c in st.get("containerStatuses") or []:
+                    c["ready"] = True
+
+        try:
+            self.store.modify(
+                "pods", pod["metadata"]["name"], pod["metadata"]["namespace"], mutate, subresource="status"
+            )
+        except ApiError as err:
+            if err.code != 404:
+                raise
+
+    def _usage(self, pod: Obj, uid: str, node: str, now: float) -> PodUsage:
+        meta = pod["metadata"]
+        cached = self._models.get(uid)
+        if cached is None:
+            models = models_for(self.usage_spec, meta["namespace"], meta.get("labels") or {})
+            cached = self._models[uid] = (models, pod_requests(pod))
+        models, requests = cached
+        values = {
+            resource: usage_units(
+                model,
+                resource,
+                requests.get(resource, 0),
+                instant=now,
+                elapsed=now - self.began,
+                key=pod_key(pod),
+                seed=self.seed,
+            )
+            for resource, model in models.items()
+        }
+        return PodUsage(meta["namespace"], meta["name"], node, values.get("cpu", 0), values.get("memory", 0))

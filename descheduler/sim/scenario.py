@@ -1,0 +1,240 @@
+"""Scenario files: a snapshot, a usage model and events over time (testing.md §3).
+
+```yaml
+apiVersion: descheduler.dev/v1alpha1
+kind: Scenario
+snapshot: snapshot.yaml          # a path relative to this file, or an inline list of objects
+usage:
+  default: {cpu: {fraction: 0.5}, memory: {fraction: 0.6}}
+  pods:
+  - selector: {matchLabels: {app: web}}
+    cpu: {series: {values: [0.4, 0.9], stepSeconds: 300}, noise: 0.05}
+events:
+- {at: 5m, action: scale, target: {kind: Deployment, namespace: shop, name: web}, replicas: 20}
+- {at: 10m, action: delete-pod, namespace: shop, name: web-abcde}
+- {at: 15m, action: cordon, node: node-a}
+```
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from descheduler.durations import parse_duration
+from descheduler.errors import InputError
+from descheduler.labels import LabelSelector
+from descheduler.sim.clock import parse_instant
+from descheduler.sim.usage import UsageSpec
+
+API_VERSION: Final = "descheduler.dev/v1alpha1"
+KIND: Final = "Scenario"
+
+
+class ScenarioError(InputError):
+    """A scenario that cannot be used: names the file and the field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, float) and not isinstance(value, bool):
+        value = int(value) if value.is_integer() else value
+    if isinstance(value, float):
+        raise ValueError(f"expected a duration such as 30s, 5m or 1h, or whole seconds; got {value}")
+    seconds = parse_duration(value).total_seconds()
+    if seconds < 0:
+        raise ValueError(f"must be ≥ 0; got {value!r}")
+    return seconds
+
+
+class _Event(_Model):
+    at: float
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _at(cls, value: Any) -> float:
+        return _seconds(value)
+
+
+class WorkloadRef(_Model):
+    kind: Literal["Deployment", "ReplicaSet", "StatefulSet"]
+    namespace: str = "default"
+    name: str = Field(min_length=1)
+
+
+class ScaleEvent(_Event):
+    action: Literal["scale"]
+    target: WorkloadRef
+    replicas: int = Field(ge=0)
+
+
+class DeletePodEvent(_Event):
+    """Delete one pod by name, or every pod matching `selector` in `namespace`."""
+
+    action: Literal["delete-pod"]
+    namespace: str = "default"
+    name: str | None = None
+    selector: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> DeletePodEvent:
+        if (self.name is None) == (self.selector is None):
+            raise ValueError("exactly one of name or selector is required")
+        if self.selector is not None:
+            LabelSelector.from_dict(self.selector)
+        return self
+
+
+class NodeEvent(_Event):
+    action: Literal["cordon", "uncordon"]
+    node: str = Field(min_length=1)
+
+
+Event = Annotated[ScaleEvent | DeletePodEvent | NodeEvent, Field(discriminator="action")]
+
+
+class Timing(_Model):
+    """How fast the simulated components react, in simulated seconds."""
+
+    report_interval_seconds: int = Field(60, alias="reportIntervalSeconds", gt=0)
+    start_delay_seconds: float = Field(1.0, alias="startDelaySeconds", ge=0)
+    ready_delay_seconds: float = Field(5.0, alias="readyDelaySeconds", ge=0)
+    tick_seconds: float = Field(1.0, alias="tickSeconds", gt=0)
+
+
+class Scenario(_Model):
+    api_version: Literal["descheduler.dev/v1alpha1"] = Field(API_VERSION, alias="apiVersion")
+    kind: Literal["Scenario"] = KIND
+    start: float | None = None
+    seed: int = 0
+    snapshot: str | list[dict[str, Any]]
+    usage: UsageSpec = Field(default_factory=UsageSpec)
+    timing: Timing = Field(default_factory=Timing)
+    events: list[Event] = Field(default_factory=list)
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _start(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return parse_instant(value)
+            except ValueError:
+                raise ValueError(f"expected an RFC 3339 time such as 2026-01-15T12:00:00Z; got {value!r}") from None
+        return value
+
+
+_EVENT_TAGS = ("scale", "delete-pod", "cordon", "uncordon")
+
+
+def _problems(error: ValidationError) -> list[tuple[str, str]]:
+    out = []
+    for detail in error.errors(include_url=False):
+        path = ""
+        for part in detail["loc"]:
+            if isinstance(part, int):
+                path += f"[{part}]"
+            elif part in _EVENT_TAGS:
+                continue  # the discriminator's tag, not a field
+            else:
+                path += f".{part}" if path else str(part)
+        message = detail["msg"].removeprefix("Value error, ")
+        out.append((path, message))
+    return out
+
+
+def parse_scenario(raw: Any, source: str = "<scenario>", base_dir: Path | None = None) -> LoadedScenario:
+    """Validate a decoded scenario document and read its snapshot; raise ScenarioError naming file and field."""
+    if not isinstance(raw, dict):
+        got = "an empty document" if raw is None else f"a {type(raw).__name__}"
+        raise ScenarioError(f"expected a map with apiVersion, kind, snapshot, …; got {got}", source=source)
+    for key in ("apiVersion", "kind", "snapshot"):
+        if key not in raw:
+            raise ScenarioError("required", source=source, field=key)
+    try:
+        scenario = Scenario.model_validate(raw, by_name=False)
+    except ValidationError as err:
+        problems = _problems(err)
+        path, message = problems[0]
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise ScenarioError(message + more, source=source, field=path) from None
+    base = base_dir if base_dir is not None else Path.cwd()
+    if isinstance(scenario.snapshot, str):
+        objects = read_objects(base / scenario.snapshot, source=source)
+    else:
+        objects = list(_expand(scenario.snapshot, source, "snapshot"))
+    return LoadedScenario(scenario=scenario, objects=objects, source=source)
+
+
+class LoadedScenario(BaseModel):
+    """A validated scenario with its snapshot objects read."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    scenario: Scenario
+    objects: list[dict[str, Any]]
+    source: str
+
+
+def load_scenario(path: str | os.PathLike[str]) -> LoadedScenario:
+    source = os.fspath(path)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise ScenarioError(f"cannot read the file: {reason}", source=source) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"not valid YAML: {err}", source=source) from None
+    return parse_scenario(raw, source, Path(source).parent)
+
+
+def demo_scenario_path() -> Path:
+    return Path(str(files("descheduler.sim").joinpath("scenarios", "demo.yaml")))
+
+
+def load_demo_scenario() -> LoadedScenario:
+    return load_scenario(demo_scenario_path())
+
+
+def _expand(items: Sequence[Any], source: str, where: str) -> Iterator[dict[str, Any]]:
+    for i, obj in enumerate(items):
+        if not isinstance(obj, dict):
+            raise ScenarioError(
+                f"expected a Kubernetes object; got {type(obj).__name__}", source=source, field=f"{where}[{i}]"
+            )
+        kind = str(obj.get("kind", ""))
+        if kind.endswith("List") and isinstance(obj.get("items"), list):
+            yield from _expand(obj["items"], source, f"{where}[{i}].items")
+        elif not obj.get("apiVersion") or not kind:
+            raise ScenarioError("apiVersion and kind are required", source=source, field=f"{where}[{i}]")
+        else:
+            yield obj
+
+
+def read_objects(path: Path, source: str) -> list[dict[str, Any]]:
+    """Kubernetes objects from a YAML/JSON file (a List or a multi-document stream) or a directory of them."""
+    if path.is_dir():
+        out: list[dict[str, Any]] = []
+        for child in sorted(path.iterdir()):
+            if child.suffix in (".yaml", ".yml", ".json"):
+                out += read_objects(child, source)
+        return out
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+    except OSError as err:
+        raise ScenarioError(
+            f"cannot read the snapshot {path}: {err.strerror}", source=source, field="snapshot"
+        ) from None
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"snapshot {path} is not valid YAML: {err}", source=source, field="snapshot") from None
+    return list(_expand(documents, str(path), "documents"))

@@ -1,0 +1,271 @@
+"""Workload controllers and garbage collection: what keeps a cluster's pods coming back.
+
+Each controller has `step(now)`; a step reads the store, compares desired with actual and
+writes the difference. Simplified from kube-controller-manager: no rollouts, no expectations
+cache — one step converges.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import random
+from typing import Any
+
+from descheduler.sim.apiserver import ApiError, Store
+from descheduler.sim.pods import Obj, controller_ref, is_active, is_ready, owned_by, owner_reference
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+
+
+def _pod_from_template(owner: Obj, name: str) -> Obj:
+    template = copy.deepcopy((owner.get("spec") or {}).get("template") or {})
+    meta = template.get("metadata") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": owner["metadata"]["namespace"],
+            "labels": dict(meta.get("labels") or {}),
+            "annotations": dict(meta.get("annotations") or {}),
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "spec": template.get("spec") or {"containers": []},
+    }
+
+
+def _replicas(obj: Obj) -> int:
+    value = (obj.get("spec") or {}).get("replicas")
+    return 1 if value is None else int(value)
+
+
+def _write_status(store: Store, obj: Obj, status: dict[str, Any]) -> None:
+    merged = {**(obj.get("status") or {}), **status}
+    if merged == obj.get("status"):
+        return
+    try:
+        store.modify(
+            store.type_of(obj),
+            obj["metadata"]["name"],
+            obj["metadata"]["namespace"],
+            lambda o: {**o, "status": merged},
+            subresource="status",
+        )
+    except ApiError as err:
+        if err.code != 404:
+            raise
+
+
+class ReplicaSetController:
+    """Keeps spec.replicas active pods per ReplicaSet, named <rs>-<5 random chars>."""
+
+    def __init__(self, store: Store, rng: random.Random | None = None) -> None:
+        self.store = store
+        self.rng = rng or random.Random(0)
+
+    def _name(self, prefix: str, namespace: str) -> str:
+        while True:
+            name = prefix + "-" + "".join(self.rng.choices(_NAME_CHARS, k=5))
+            if not self.store.exists("pods", name, namespace):
+                return name
+
+    def step(self, now: float) -> None:
+        pods_by_ns: dict[str, list[Obj]] = {}
+        for rs in self.store.list("replicasets.apps"):
+            meta = rs["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            ns = meta["namespace"]
+            if ns not in pods_by_ns:
+                pods_by_ns[ns] = self.store.list("pods", ns)
+            owned = [p for p in pods_by_ns[ns] if owned_by(p, rs)]
+            active = [p for p in owned if is_active(p)]
+            want = _replicas(rs)
+            for _ in range(want - len(active)):
+                self.store.create(_pod_from_template(rs, self._name(meta["name"], ns)))
+            if len(active) > want:
+                # Scale down as the real controller prefers: unscheduled, then not ready, then newest.
+                ranked = sorted(
+                    active,
+                    key=lambda p: (
+                        bool((p.get("spec") or {}).get("nodeName")),
+                        is_ready(p),
+                        [-ord(c) for c in p["metadata"].get("creationTimestamp", "")],
+                    ),
+                )
+                for pod in ranked[: len(active) - want]:
+                    _delete(self.store, pod)
+            if len(active) != want:
+                pods_by_ns[ns] = self.store.list("pods", ns)
+                active = [p for p in pods_by_ns[ns] if owned_by(p, rs) and is_active(p)]
+            ready = sum(1 for p in active if is_ready(p))
+            _write_status(
+                self.store,
+                rs,
+                {
+                    "replicas": len(active),
+                    "readyReplicas": ready,
+                    "availableReplicas": ready,
+                    "observedGeneration": meta.get("generation", 1),
+                },
+            )
+
+
+def template_hash(template: Any) -> str:
+    """A stable short hash of a pod template (the pod-template-hash label)."""
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
+    return "".join(_NAME_CHARS[int(digest[i : i + 2], 16) % len(_NAME_CHARS)] for i in range(0, 20, 2))
+
+
+class DeploymentController:
+    """One ReplicaSet per Deployment (created when none exists), kept at the Deployment's replicas."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def step(self, now: float) -> None:
+        for deploy in self.store.list("deployments.apps"):
+            meta = deploy["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            ns = meta["namespace"]
+            owned = [rs for rs in self.store.list("replicasets.apps", ns) if owned_by(rs, deploy)]
+            want = _replicas(deploy)
+            if not owned:
+                owned = [self.store.create(self._replicaset(deploy, want))]
+            # The newest ReplicaSet carries the replicas; older ones (earlier rollouts) scale to 0.
+            owned.sort(key=lambda rs: (rs["metadata"].get("creationTimestamp", ""), rs["metadata"]["name"]))
+            for i, rs in enumerate(owned):
+                target = want if i == len(owned) - 1 else 0
+                if _replicas(rs) != target:
+                    self.store.modify("replicasets.apps", rs["metadata"]["name"], ns, _set_replicas(target))
+            total = sum(int((rs.get("status") or {}).get("replicas") or 0) for rs in owned)
+            ready = sum(int((rs.get("status") or {}).get("readyReplicas") or 0) for rs in owned)
+            _write_status(
+                self.store,
+                deploy,
+                {
+                    "replicas": total,
+                    "readyReplicas": ready,
+                    "availableReplicas": ready,
+                    "updatedReplicas": total,
+                    "observedGeneration": meta.get("generation", 1),
+                },
+            )
+
+    @staticmethod
+    def _replicaset(deploy: Obj, replicas: int) -> Obj:
+        spec = deploy.get("spec") or {}
+        template = copy.deepcopy(spec.get("template") or {})
+        hashed = template_hash(template)
+        labels = {**((template.get("metadata") or {}).get("labels") or {}), "pod-template-hash": hashed}
+        template.setdefault("metadata", {})["labels"] = labels
+        selector = copy.deepcopy(spec.get("selector") or {})
+        selector.setdefault("matchLabels", {})["pod-template-hash"] = hashed
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": f"{deploy['metadata']['name']}-{hashed}",
+                "namespace": deploy["metadata"]["namespace"],
+                "labels": labels,
+                "ownerReferences": [owner_reference(deploy)],
+            },
+            "spec": {"replicas": replicas, "selector": selector, "template": template},
+        }
+
+
+def _set_replicas(replicas: int) -> Any:
+    def mutate(obj: Obj) -> None:
+        obj.setdefault("spec", {})["replicas"] = replicas
+
+    return mutate
+
+
+class StatefulSetController:
+    """Pods <name>-0 … <name>-(replicas-1); a missing ordinal is recreated, extra ordinals removed."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def step(self, now: float) -> None:
+        for sts in self.store.list("statefulsets.apps"):
+            meta = sts["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            ns, name = meta["namespace"], meta["name"]
+            want = _replicas(sts)
+            owned = {p["metadata"]["name"]: p for p in self.store.list("pods", ns) if owned_by(p, sts)}
+            for ordinal in range(want):
+                pod_name = f"{name}-{ordinal}"
+                if pod_name in owned:
+                    continue
+                if self.store.exists("pods", pod_name, ns):
+                    continue  # a terminating predecessor, or someone else's pod: wait
+                pod = _pod_from_template(sts, pod_name)
+                pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] = pod_name
+                pod["spec"].setdefault("hostname", pod_name)
+                self.store.create(pod)
+            for pod_name, pod in owned.items():
+                ordinal = pod_name.removeprefix(f"{name}-")
+                if ordinal.isdigit() and int(ordinal) >= want and is_active(pod):
+                    _delete(self.store, pod)
+            active = [p for p in self.store.list("pods", ns) if owned_by(p, sts) and is_active(p)]
+            ready = sum(1 for p in active if is_ready(p))
+            _write_status(
+                self.store,
+                sts,
+                {
+                    "replicas": len(active),
+                    "readyReplicas": ready,
+                    "availableReplicas": ready,
+                    "currentReplicas": len(active),
+                    "observedGeneration": meta.get("generation", 1),
+                },
+            )
+
+
+_OWNER_RESOURCES = {
+    ("apps/v1", "ReplicaSet"): "replicasets.apps",
+    ("apps/v1", "Deployment"): "deployments.apps",
+    ("apps/v1", "StatefulSet"): "statefulsets.apps",
+    ("apps/v1", "DaemonSet"): "daemonsets.apps",
+}
+
+
+class GarbageCollector:
+    """Deletes pods and ReplicaSets whose controller owner (a known kind) no longer exists."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def step(self, now: float) -> None:
+        for resource in ("replicasets.apps", "pods"):
+            for obj in self.store.list(resource):
+                ref = controller_ref(obj)
+                if ref is None or obj["metadata"].get("deletionTimestamp"):
+                    continue
+                owner_resource = _OWNER_RESOURCES.get((str(ref.get("apiVersion")), str(ref.get("kind"))))
+                if owner_resource is None:
+                    continue
+                ns = obj["metadata"].get("namespace", "")
+                try:
+                    owner = self.store.get(owner_resource, str(ref.get("name")), ns)
+                except ApiError as err:
+                    if err.code != 404:
+                        raise
+                    owner = None
+                if owner is None or (ref.get("uid") and owner["metadata"].get("uid") != ref.get("uid")):
+                    _delete(self.store, obj)
+
+
+def _delete(store: Store, obj: Obj) -> None:
+    meta = obj["metadata"]
+    resource = "pods" if obj.get("kind") == "Pod" else store.type_of(obj)
+    try:
+        store.delete(resource, meta["name"], meta.get("namespace", ""))
+    except ApiError as err:
+        if err.code != 404:
+            raise
