@@ -14,6 +14,7 @@ import typer
 from descheduler import __version__
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
+from descheduler.sim.cli import sim_app
 
 app = typer.Typer(
     name="descheduler",
@@ -24,6 +25,7 @@ app = typer.Typer(
 )
 policy_app = typer.Typer(help="Check and describe policy files.", no_args_is_help=True)
 app.add_typer(policy_app, name="policy")
+app.add_typer(sim_app, name="sim")
 
 
 class Output(StrEnum):
