@@ -20,13 +20,26 @@ class EvictionBudget:
         self.per_namespace: Counter[str] = Counter()
         self.per_pdb: Counter[str] = Counter()
 
-    def refusal(self, pod: Pod, node: str) -> str | None:
-        """Why one more move of this pod would break a limit or a PDB, or None."""
+    @property
+    def cycle_exhausted(self) -> bool:
+        cap = self.limits.max_evictions_per_cycle
+        return cap is not None and self.total >= cap
+
+    def node_refusal(self, node: str) -> str | None:
+        """Why no pod at all may leave this node any more this cycle, or None."""
         limits = self.limits
-        if limits.max_evictions_per_cycle is not None and self.total >= limits.max_evictions_per_cycle:
+        if self.cycle_exhausted:
             return f"limit maxEvictionsPerCycle {limits.max_evictions_per_cycle} reached"
         if limits.max_evictions_per_node is not None and self.per_node[node] >= limits.max_evictions_per_node:
             return f"limit maxEvictionsPerNode {limits.max_evictions_per_node} reached on {node}"
+        return None
+
+    def refusal(self, pod: Pod, node: str) -> str | None:
+        """Why one more move of this pod would break a limit or a PDB, or None."""
+        limits = self.limits
+        node_refusal = self.node_refusal(node)
+        if node_refusal is not None:
+            return node_refusal
         per_ns = limits.max_evictions_per_namespace
         if per_ns is not None and self.per_namespace[pod.namespace] >= per_ns:
             return f"limit maxEvictionsPerNamespace {per_ns} reached in {pod.namespace}"

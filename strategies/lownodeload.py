@@ -229,7 +229,9 @@ def _warn_never(pool: PoolArgs, rows: IntArray, args: LowNodeLoadArgs, result: S
     if not pool.use_deviation_thresholds:
         zero = sorted(r for r, v in pool.low_thresholds.items() if v <= 0)
         if zero:
-            result.warnings.append(f"{prefix}: lowThresholds {', '.join(zero)} are 0%, so no node can ever be low")
+            result.warnings.append(
+                f"{prefix}: lowThresholds {', '.join(zero)} are 0%, so only a node with no usage at all can be low"
+            )
         full = sorted(r for r, v in pool.high_thresholds.items() if v >= 100)
         if len(full) == len(pool.high_thresholds):
             result.warnings.append(f"{prefix}: every highThreshold is 100%, so no node can ever be high")
@@ -275,7 +277,16 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, result: StrategyR
         used = _usage(ctx, p)[row, p.cols].astype(np.float64)
         return float((weights * _percents(used, alloc)).sum() / weights.sum())
 
-    for i in sorted(sources, key=lambda i: (-hotness(i), table.names[p.rows[i]])):
+    ordered = sorted(sources, key=lambda i: (-hotness(i), table.names[p.rows[i]]))
+    for position, i in enumerate(ordered):
+        if ctx.budget.cycle_exhausted:
+            # One line instead of a skip for every pod of every remaining hot node.
+            left = ", ".join(table.names[p.rows[j]] for j in ordered[position:])
+            result.warnings.append(
+                f"{where}: limit maxEvictionsPerCycle {ctx.policy.limits.max_evictions_per_cycle} reached; "
+                f"not relieved this cycle: {left}"
+            )
+            return
         _relieve_node(ctx, args, p, i, low_mask, high_abs, prod_high, weights, result)
 
 
@@ -327,6 +338,8 @@ def _relieve_node(
 
     def try_move(pod: Pod) -> bool:
         """Plan one move; False (with a skip recorded) when the pod cannot go anywhere."""
+        if ctx.budget.node_refusal(node) is not None:
+            return False
         over_now = over()
         load = table.load_of(pod)
         pod_usage = load.usage[p.cols]
@@ -374,9 +387,12 @@ def _relieve_node(
         _minimal(ctx, p, row, candidates, high_abs, over, try_move)
     else:
         for pod in candidates:
-            if not over().any():
+            if not over().any() or ctx.budget.node_refusal(node) is not None:
                 break
             try_move(pod)
+    stopped = ctx.budget.node_refusal(node)
+    if stopped is not None and over().any():
+        result.warnings.append(f"node {node} is still hot: {stopped}")
 
 
 def _node_high(ctx: PlanContext, p: Pass, high_abs: FloatArray) -> FloatArray:
@@ -403,7 +419,7 @@ def _minimal(
     table = ctx.table
     usage = _usage(ctx, p)
     remaining = list(candidates)
-    while remaining and over().any():
+    while remaining and over().any() and ctx.budget.node_refusal(table.names[row]) is None:
         excess = np.maximum(usage[row, p.cols] - high_abs[row], 0)
         vectors = [table.load_of(pod).usage[p.cols] for pod in remaining]
         chosen = minimal_cover(vectors, excess)
