@@ -1,0 +1,52 @@
+from descheduler.sim.apiserver import Store
+from descheduler.sim.kubelet import Kubelet
+from descheduler.sim.usage import ResourceModels, UsageModel, UsageSpec
+
+from .conftest import T0, pod
+
+
+def _state(store: Store, name: str) -> tuple[str, str]:
+    obj = store.get("pods", name, "default")
+    ready = [c["status"] for c in obj["status"].get("conditions", []) if c["type"] == "Ready"]
+    return obj["status"]["phase"], ready[0] if ready else "-"
+
+
+def test_a_bound_pod_starts_then_becomes_ready_after_the_delays(store: Store) -> None:
+    store.load([pod("p", node_name="n1")])
+    kubelet = Kubelet(store, start_delay=2, ready_delay=5)
+    kubelet.step(T0)
+    assert _state(store, "p") == ("Pending", "-")
+    kubelet.step(T0 + 2)
+    assert _state(store, "p") == ("Running", "False")
+    kubelet.step(T0 + 6)
+    assert _state(store, "p") == ("Running", "False")
+    kubelet.step(T0 + 7)
+    assert _state(store, "p") == ("Running", "True")
+    assert store.get("pods", "p", "default")["status"]["startTime"] == "2026-01-15T12:00:02Z"
+
+
+def test_unbound_pods_stay_pending(store: Store) -> None:
+    store.load([pod("p")])
+    kubelet = Kubelet(store, start_delay=0, ready_delay=0)
+    kubelet.step(T0 + 100)
+    assert _state(store, "p") == ("Pending", "-")
+
+
+def test_a_terminating_pod_is_removed_after_its_grace_period(store: Store) -> None:
+    store.load([pod("p", node_name="n1", phase="Running", ready=True)])
+    store.delete("pods", "p", "default", grace_period_seconds=10)
+    kubelet = Kubelet(store)
+    kubelet.step(T0 + 9)
+    assert store.exists("pods", "p", "default")
+    kubelet.step(T0 + 10)
+    assert not store.exists("pods", "p", "default")
+
+
+def test_usage_follows_the_model_of_each_running_pod(store: Store) -> None:
+    store.load([pod("p", node_name="n1", phase="Running", ready=True, cpu="2", memory="1Gi"), pod("q")])
+    spec = UsageSpec(default=ResourceModels(cpu=UsageModel(fraction=0.25), memory=UsageModel(constant="100Mi")))
+    kubelet = Kubelet(store, spec)
+    kubelet.step(T0)
+    assert list(kubelet.usage) == ["default/p"]
+    usage = kubelet.usage["default/p"]
+    assert (usage.node, usage.cpu, usage.memory) == ("n1", 500, 100 * 2**20)

@@ -1,0 +1,45 @@
+import pytest
+
+from descheduler.sim.usage import Diurnal, Series, UsageModel, diurnal_factor, usage_units
+
+GI = 2**30
+
+
+def _at(model: UsageModel, request: int = 1000, elapsed: float = 0, instant: float = 0, key: str = "ns/p") -> int:
+    return usage_units(model, "cpu", request, instant=instant, elapsed=elapsed, key=key, seed=1)
+
+
+def test_constant_is_a_quantity() -> None:
+    assert usage_units(UsageModel(constant="1.5Gi"), "memory", 0, instant=0, elapsed=0, key="k", seed=0) == 3 * GI // 2
+
+
+def test_fraction_is_of_the_request() -> None:
+    assert _at(UsageModel(fraction=0.75), request=2000) == 1500
+
+
+def test_series_steps_and_repeats() -> None:
+    model = UsageModel(series=Series(values=[0.5, "300m", 1.0], step_seconds=60))
+    assert [_at(model, elapsed=t) for t in (0, 59, 60, 120, 180)] == [500, 500, 300, 1000, 500]
+
+
+def test_diurnal_interpolates_over_the_day() -> None:
+    assert diurnal_factor([1.0, 2.0], 0) == 1.0
+    assert diurnal_factor([1.0, 2.0], 21_600) == 1.5
+    assert diurnal_factor([1.0, 2.0], 43_200) == 2.0
+    assert _at(UsageModel(fraction=0.5, diurnal=Diurnal(curve=[1.0, 2.0])), instant=43_200) == 1000
+
+
+def test_noise_is_deterministic_and_varies_by_pod() -> None:
+    model = UsageModel(fraction=0.5, noise=0.2)
+    assert _at(model, instant=600) == _at(model, instant=600)
+    values = {_at(model, instant=600, key=f"ns/p{i}") for i in range(10)}
+    assert len(values) > 1
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{}, {"constant": "1", "fraction": 0.5}, {"constant": "lots"}, {"fraction": -1}, {"fraction": 0.5, "noise": 2}],
+)
+def test_invalid_models_are_refused(fields: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        UsageModel.model_validate(fields)
