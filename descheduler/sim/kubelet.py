@@ -88,6 +88,8 @@ class Kubelet:
                         "restartCount": 0,
                         "started": True,
                         "image": c.get("image", ""),
+                        "imageID": "",
+                        "containerID": f"sim://{obj['metadata']['uid']}/{c.get('name', '')}",
                         "state": {"running": {"startedAt": when}},
                     }
                     for c in (obj.get("spec") or {}).get("containers") or []

@@ -1,0 +1,50 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kubernetes import client, config
+
+
+def test_sim_serve_writes_a_kubeconfig_a_client_can_use(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "descheduler", "sim", "serve", "--port", "0", "--kubeconfig-out", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not kubeconfig.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert kubeconfig.exists(), proc.stderr.read() if proc.poll() is not None else "no kubeconfig"
+        line = proc.stdout.readline() if proc.stdout else ""
+        while "serving at" not in line and line:
+            line = proc.stdout.readline() if proc.stdout else ""
+        assert "serving at http://127.0.0.1:" in line
+        api = config.new_client_from_config(str(kubeconfig))
+        nodes = client.CoreV1Api(api).list_node().items
+        assert sorted(n.metadata.name for n in nodes)[:2] == ["node-a", "node-b"]
+        api.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+    assert "stopped" in out
+
+
+def test_sim_serve_reports_a_bad_scenario_without_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: descheduler.dev/v1alpha1\nkind: Scenario\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "descheduler", "sim", "serve", str(bad), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"error: {bad}: snapshot: required"
