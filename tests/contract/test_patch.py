@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -114,6 +115,7 @@ def test_strategic_merge_patch_on_custom_resource_returns_415(custom: Any, serve
         server, "PATCH", "/apis/descheduler.dev/v1alpha1/reservations/r", {"spec": {"nodeName": "n"}}, STRATEGIC
     )
     assert status == 415
+    assert json.loads(body)["reason"] == "UnsupportedMediaType"
 
 
 def test_custom_resource_merge_patch_is_the_clients_default(custom: Any, server: FakeApiServer) -> None:

@@ -20,7 +20,8 @@ def apply_create_defaults(rt: ResourceType, obj: dict[str, Any], *, from_api: bo
         spec.setdefault("restartPolicy", "Always")
         status = obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
-        status.setdefault("qosClass", pod_qos_class(spec))
+        if "qosClass" not in status:
+            status["qosClass"] = pod_qos_class(spec)
     elif rt.group == "" and rt.kind == "Namespace":
         obj.setdefault("status", {}).setdefault("phase", "Active")
     elif rt.group == "policy" and rt.kind == "PodDisruptionBudget":

@@ -149,15 +149,19 @@ def parse_field_selector(text: str, supported: tuple[str, ...]) -> FieldSelector
 def field_value(obj: Mapping[str, Any], path: str) -> str:
     """The string form of a field for selector matching: missing is "", booleans lowercase."""
     cur: Any = obj
+    # Plain dict checks: this runs for every field label of every stored object, and ABC
+    # isinstance checks against Mapping were the bulk of load time.
     for part in path.split("."):
-        if not isinstance(cur, Mapping):
+        if type(cur) is not dict:
             return ""
         cur = cur.get(part)
         if cur is None:
             return ""
+    if type(cur) is str:
+        return cur
     if isinstance(cur, bool):
         return "true" if cur else "false"
-    if isinstance(cur, Mapping):
+    if type(cur) is dict:
         # `source` on core events is a struct; the real server selects on its component.
         return str(cur.get("component", ""))
     return str(cur)

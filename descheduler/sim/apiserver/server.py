@@ -59,7 +59,10 @@ class FakeApiServer:
         self._port = httpd.server_address[1]
         api.server_address = f"{self.host}:{self._port}"
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name=f"fake-apiserver:{self._port}", daemon=True)
+        # A short poll interval keeps stop() fast; tests start and stop a server per test.
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, args=(0.02,), name=f"fake-apiserver:{self._port}", daemon=True
+        )
         self._thread.start()
         return self
 
