@@ -26,6 +26,10 @@ class Resources(Mapping[str, int]):
     def __getitem__(self, key: str) -> int:
         return self._items.get(key, 0)
 
+    def as_dict(self) -> dict[str, int]:
+        """The underlying dict, for hot loops; callers must not modify it."""
+        return self._items
+
     # Direct views of the dict: the Mapping mixins would go through __getitem__ per key (hot path).
     def items(self) -> ItemsView[str, int]:
         return self._items.items()
