@@ -7,7 +7,7 @@ them, which is what makes decoding a 150,000-pod list cheap.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -770,12 +770,3 @@ def migration_job_from_raw(raw: RawMigrationJob) -> MigrationJob:
         reason=raw.spec.reason,
         created=raw.metadata.creation_timestamp,
     )
-
-
-def decoder(raw_type: type[RawT], build: Callable[[RawT], Any]) -> Callable[[Mapping[str, Any]], Any]:
-    """A function from a loaded dict to a record, with field-path errors."""
-
-    def decode(obj: Mapping[str, Any]) -> Any:
-        return build(convert(obj, raw_type))
-
-    return decode

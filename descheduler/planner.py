@@ -35,8 +35,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
     view = ClusterView(table)
     considered = np.ones(table.size, dtype=np.bool_)
     if policy.node_selector is not None:
-        selector = policy.node_selector
-        considered = np.array([selector.matches(n.labels) for n in snapshot.nodes], dtype=np.bool_)
+        considered = table.matching(policy.node_selector)
     moving = frozenset(f"{j.pod.namespace}/{j.pod.name}" for j in snapshot.jobs if j.active)
     budget = EvictionBudget(policy.limits, snapshot)
     merged = StrategyResult(warnings=list(snapshot.warnings))

@@ -86,9 +86,6 @@ class Resources(Mapping[str, int]):
         """Negative entries clamped to 0."""
         return Resources({k: v for k, v in self._items.items() if v > 0})
 
-    def only(self, names: Iterable[str]) -> Resources:
-        return Resources({k: self[k] for k in names})
-
     def to_quantities(self) -> dict[str, str]:
         """Back to an API-style ResourceList of strings, sorted by name."""
         return {k: format_units(k, v) for k, v in sorted(self._items.items())}

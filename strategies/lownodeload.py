@@ -50,10 +50,6 @@ class Pass:
     reasons: list[str]
     hot_cycles: list[int]
 
-    @property
-    def label(self) -> str:
-        return "prod " if self.kind == "prod" else ""
-
 
 class LowNodeLoad:
     name: ClassVar[str] = "LowNodeLoad"
@@ -65,24 +61,19 @@ class LowNodeLoad:
         pools = args.effective_pools()
         considered = ctx.considered.copy()
         if args.node_selector is not None:
-            considered &= np.array(
-                [args.node_selector.matches(ctx.snapshot.node_by_name[n].labels) for n in table.names], dtype=np.bool_
-            )
+            considered &= table.matching(args.node_selector)
         assigned = np.zeros(table.size, dtype=np.bool_)
         for pool in pools:
             members = considered & ~assigned
             if pool.node_selector is not None:
-                selector = pool.node_selector
-                members &= np.array(
-                    [selector.matches(ctx.snapshot.node_by_name[n].labels) for n in table.names], dtype=np.bool_
-                )
+                members &= table.matching(pool.node_selector)
             assigned |= members
             rows = np.flatnonzero(members)
             if rows.size == 0:
                 if pool.node_selector is not None:
                     result.warnings.append(f"LowNodeLoad: node pool {pool.name} selects no node")
                 continue
-            _warn_never(pool, rows, args, result)
+            _warn_never(pool, rows, result)
             node_pass = _classify(ctx, pool, rows, "node", result)
             result.nodes.extend(_node_reports(ctx, node_pass))
             _relieve(ctx, args, node_pass, result)
@@ -223,7 +214,7 @@ def _attach_prod_class(ctx: PlanContext, result: StrategyResult, p: Pass) -> Non
         result.nodes[index] = msgspec.structs.replace(report, prod_class=p.classes[i], reason=report.reason + extra)
 
 
-def _warn_never(pool: PoolArgs, rows: IntArray, args: LowNodeLoadArgs, result: StrategyResult) -> None:
+def _warn_never(pool: PoolArgs, rows: IntArray, result: StrategyResult) -> None:
     """Configurations that can never move anything are reported, not silently ignored."""
     prefix = f"LowNodeLoad pool {pool.name}"
     if not pool.use_deviation_thresholds:
@@ -239,7 +230,6 @@ def _warn_never(pool: PoolArgs, rows: IntArray, args: LowNodeLoadArgs, result: S
         result.warnings.append(
             f"{prefix}: numberOfNodes {pool.number_of_nodes} needs more low nodes than the pool's {rows.size} node(s)"
         )
-    del args
 
 
 # --- relieving hot nodes -----------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 
 from descheduler.model import Node, Pod, Reservation
 from descheduler.scheduling import predicates
+from descheduler.scheduling.predicates import owned_reservations
 from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, METRIC_NONE, BoolArray, IntArray
 from descheduler.scheduling.view import ClusterView
 
@@ -85,23 +86,16 @@ def selector_mask(pod: Pod, view: ClusterView) -> BoolArray:
             term_mask = np.ones(n, dtype=np.bool_)
             for req in term.match_expressions:
                 values = index.get(req.key, {})
-                if req.operator in ("In", "NotIn", "Exists", "DoesNotExist"):
-                    hit = np.zeros(n, dtype=np.bool_)
-                    for value, rows in values.items():
-                        if req.matches(value):
-                            hit[rows] = True
-                    if req.matches(None):  # NotIn / DoesNotExist also match nodes without the key
-                        has_key = np.zeros(n, dtype=np.bool_)
-                        for rows in values.values():
-                            has_key[rows] = True
-                        hit |= ~has_key
-                    term_mask &= hit
-                else:  # Gt / Lt compare integers
-                    hit = np.zeros(n, dtype=np.bool_)
-                    for value, rows in values.items():
-                        if req.matches(value):
-                            hit[rows] = True
-                    term_mask &= hit
+                hit = np.zeros(n, dtype=np.bool_)
+                for value, rows in values.items():
+                    if req.matches(value):
+                        hit[rows] = True
+                if req.matches(None):  # NotIn / DoesNotExist also match nodes without the key
+                    has_key = np.zeros(n, dtype=np.bool_)
+                    for rows in values.values():
+                        has_key[rows] = True
+                    hit |= ~has_key
+                term_mask &= hit
             for req in term.match_fields:
                 hit = np.array([req.matches(name if req.key == "metadata.name" else None) for name in table.names])
                 term_mask &= hit
@@ -119,14 +113,6 @@ def taint_mask(pod: Pod, view: ClusterView) -> BoolArray:
     if tolerated.size == 0:
         return np.ones(table.size, dtype=np.bool_)
     return tolerated[table.taint_group]
-
-
-def owned_reservations(pod: Pod, view: ClusterView) -> list[Reservation]:
-    return [
-        r
-        for r in view.table.snapshot.reservations
-        if r.holds_room and r.node_name in view.table.index and r.owned_by(pod)
-    ]
 
 
 def fit_mask(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> BoolArray:

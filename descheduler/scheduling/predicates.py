@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from descheduler.model import Node, Pod, PodAffinityTerm
+from descheduler.model import Node, Pod, PodAffinityTerm, Reservation
 from descheduler.quantity import format_units
 from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_NONE, FloatArray, IntArray
 from descheduler.scheduling.view import ClusterView
@@ -58,13 +58,18 @@ def resources_fit(pod: Pod, node: Node, view: ClusterView) -> str | None:
     return None
 
 
-def owned_reserved(pod: Pod, node_name: str, view: ClusterView) -> IntArray:
-    """Room on the node held by Reservations this pod owns (it may use it)."""
+def owned_reservations(pod: Pod, view: ClusterView) -> list[Reservation]:
+    """Reservations holding room on a known node that this pod owns (it may use their room)."""
     table = view.table
-    total = table.vector({})
-    for reservation in table.snapshot.reservations:
-        if reservation.holds_room and reservation.node_name == node_name and reservation.owned_by(pod):
-            total += table.vector(reservation.resources)
+    return [r for r in table.snapshot.reservations if r.holds_room and r.node_name in table.index and r.owned_by(pod)]
+
+
+def owned_reserved(pod: Pod, node_name: str, view: ClusterView) -> IntArray:
+    """Room on the node held by Reservations this pod owns."""
+    total = view.table.vector({})
+    for reservation in owned_reservations(pod, view):
+        if reservation.node_name == node_name:
+            total += view.table.vector(reservation.resources)
     return total
 
 

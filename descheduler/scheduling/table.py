@@ -13,10 +13,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from descheduler.labels import LabelSelector
 from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, NodeUsage, Pod, Taint
 from descheduler.policy import SchedulingArgs
 from descheduler.priority import is_prod
@@ -83,12 +85,26 @@ class NodeTable:
 
     def vector(self, values: Mapping[str, int]) -> IntArray:
         """A resource vector as a row over the table's columns (unknown resources dropped)."""
-        row = np.zeros(len(self.resources), dtype=np.int64)
+        row: IntArray = self._row(values, np.int64)
+        return row
+
+    def percents(self, values: Mapping[str, float]) -> FloatArray:
+        """Percent thresholds as a row over the table's columns (0 = no check)."""
+        row: FloatArray = self._row(values, np.float64)
+        return row
+
+    def _row(self, values: Mapping[str, float], dtype: type[np.generic]) -> npt.NDArray[Any]:
+        row = np.zeros(len(self.resources), dtype=dtype)
         for name, value in values.items():
             col = self.column.get(name)
             if col is not None:
                 row[col] = value
         return row
+
+    def matching(self, selector: LabelSelector) -> BoolArray:
+        """Nodes whose labels the selector matches."""
+        by_name = self.snapshot.node_by_name
+        return np.array([selector.matches(by_name[name].labels) for name in self.names], dtype=np.bool_)
 
     def to_resources(self, row: IntArray, names: Sequence[str] | None = None) -> Resources:
         cols = names if names is not None else self.resources
@@ -193,9 +209,9 @@ def _fill_nodes(table: NodeTable, nodes: Sequence[Node], args: SchedulingArgs) -
         blocking = tuple(t for t in node.taints if t.effect in _BLOCKING_EFFECTS)
         table.taint_group[row] = groups.setdefault(blocking, len(groups))
         usage, prod, agg = _thresholds(node, args)
-        table.thresholds[row] = _percent_row(table, usage)
-        table.prod_thresholds[row] = _percent_row(table, prod)
-        table.aggregated_thresholds[row] = _percent_row(table, agg)
+        table.thresholds[row] = table.percents(usage)
+        table.prod_thresholds[row] = table.percents(prod)
+        table.aggregated_thresholds[row] = table.percents(agg)
         metric = table.snapshot.node_usage.get(node.name)
         if metric is None:
             continue
@@ -242,15 +258,6 @@ def _percent_map(raw: object, fallback: Mapping[str, float]) -> Mapping[str, flo
             return fallback
         out[str(key)] = float(value)
     return out
-
-
-def _percent_row(table: NodeTable, percents: Mapping[str, float]) -> FloatArray:
-    row = np.zeros(len(table.resources), dtype=np.float64)
-    for name, value in percents.items():
-        col = table.column.get(name)
-        if col is not None:
-            row[col] = value
-    return row
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,7 +391,7 @@ def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
     """Moves already under way count where they are going, not where they were (scheduling-core.md §4)."""
     factors = table.args.estimated_scaling_factors
     active = {f"{j.pod.namespace}/{j.pod.name}" for j in snapshot.jobs if j.active}
-    pods = {p.key: p for p in snapshot.pods if active and p.key in active}
+    pods = {p.key: p for p in snapshot.pods if p.key in active} if active else {}
     for reservation in snapshot.reservations:
         row = table.index.get(reservation.node_name)
         if row is None or not reservation.holds_room:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from descheduler.model import Pod
@@ -44,10 +42,6 @@ class ClusterView:
 
     def node_of(self, pod: Pod) -> str:
         return self.location.get(pod.key, pod.node_name)
-
-    @property
-    def moves(self) -> Mapping[str, str]:
-        return self.location
 
     def move(self, pod: Pod, target: str) -> None:
         """Assume `pod` leaves its node for `target`: requests and load follow it."""

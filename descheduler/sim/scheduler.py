@@ -14,7 +14,7 @@ from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
 from descheduler.scheduling import ClusterView, best_node, build_table
-from descheduler.scheduling.core import owned_reservations
+from descheduler.scheduling.predicates import owned_reservations
 from descheduler.sim.apiserver import ApiError, Store
 from descheduler.sim.apiserver.binding import bind_pod
 from descheduler.snapshot import load_snapshot_objects

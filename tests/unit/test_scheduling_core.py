@@ -540,7 +540,7 @@ LOAD_ARGS = st.fixed_dictionaries(
 def test_feasible_mask_equals_scalar_feasible(objs: list[Obj], node_fit: bool, load_args: dict[str, Any]) -> None:
     snap, view = view_of(objs, **load_args)
     incoming = the_pod(snap, "incoming")
-    from descheduler.scheduling.core import owned_reservations
+    from descheduler.scheduling.predicates import owned_reservations
 
     owned = owned_reservations(incoming, view) if node_fit else []
     mask = feasible_mask(incoming, view, node_fit=node_fit, owned=owned)
