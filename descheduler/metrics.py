@@ -1,0 +1,85 @@
+"""The Prometheus series the controller exposes (runtime.md §6).
+
+One module so every part counts into the same series: prefix `descheduler_`, base units, counters
+end in `_total`, no per-pod labels. Everything registers on `REGISTRY`, a registry of our own, so
+tests and the simulator can read values without the process-wide default registry's collectors.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from descheduler import __version__
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+BUILD_INFO = Info("descheduler_build", "Version of the running descheduler.", registry=REGISTRY)
+BUILD_INFO.info({"version": __version__})
+
+CYCLES = Counter(
+    "descheduler_cycles_total",
+    "Planning cycles run, by result (planned, skipped: cache not synced or load unreadable, error).",
+    ["result"],
+    registry=REGISTRY,
+)
+CYCLE_DURATION = Histogram(
+    "descheduler_cycle_duration_seconds",
+    "Wall time of one planning cycle.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+    registry=REGISTRY,
+)
+MIGRATIONS = Counter(
+    "descheduler_migrations_total",
+    "Pod migrations by strategy and result (planned, submitted, succeeded, failed, aborted).",
+    ["strategy", "result"],
+    registry=REGISTRY,
+)
+EVICTIONS = Counter(
+    "descheduler_evictions_total",
+    "Eviction calls by result (success, pdb_blocked, error).",
+    ["result"],
+    registry=REGISTRY,
+)
+JOBS = Gauge(
+    "descheduler_migration_jobs",
+    "PodMigrationJobs in the cluster by phase.",
+    ["phase"],
+    registry=REGISTRY,
+)
+NODES = Gauge(
+    "descheduler_nodes",
+    "Nodes by classification in the last cycle (high, low, normal, excluded).",
+    ["class"],
+    registry=REGISTRY,
+)
+CACHE_OBJECTS = Gauge(
+    "descheduler_cache_objects",
+    "Objects held in the list-watch cache, by resource.",
+    ["resource"],
+    registry=REGISTRY,
+)
+WATCH_RESTARTS = Counter(
+    "descheduler_watch_restarts_total",
+    "Watch streams restarted, by resource and reason (closed, gone, error).",
+    ["resource", "reason"],
+    registry=REGISTRY,
+)
+API_REQUESTS = Counter(
+    "descheduler_api_requests_total",
+    "Kubernetes API requests by verb and HTTP status code.",
+    ["verb", "code"],
+    registry=REGISTRY,
+)
+LEADER = Gauge("descheduler_leader", "1 while this replica holds the leader lease, else 0.", registry=REGISTRY)
+POLICY_RELOADS = Counter(
+    "descheduler_policy_reload_total",
+    "Policy file reloads by result (success, error).",
+    ["result"],
+    registry=REGISTRY,
+)
+
+
+def sample(name: str, labels: dict[str, str] | None = None) -> float:
+    """The current value of one series (0 when it has not been touched): for tests and reports."""
+    value = REGISTRY.get_sample_value(name, labels or {})
+    return 0.0 if value is None else value
