@@ -1,0 +1,1 @@
+"""The controller process: the planning loop, leader election, policy reload, HTTP endpoints."""
