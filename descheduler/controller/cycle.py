@@ -1,0 +1,149 @@
+"""One planning cycle of the controller: read, plan, log, count, hand the moves to the executor.
+
+The cycle never plans on data it could not read: an unsynced cache or a failing load source
+skips the cycle (counted and logged), and the previous cycle's jobs carry on untouched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+import structlog
+
+from descheduler import metrics
+from descheduler.errors import InputError
+from descheduler.plan import Plan
+from descheduler.planner import plan_cycle
+from descheduler.policy import Policy
+from descheduler.snapshot import Snapshot
+
+log = structlog.get_logger(__name__)
+
+
+class SnapshotSource(Protocol):
+    """Where a cycle's Snapshot comes from (the list-watch cache plus the load reader)."""
+
+    def not_ready(self) -> str | None:
+        """None when a snapshot can be taken, else why not (for logs and /readyz)."""
+
+    def snapshot(self, now: datetime, policy: Policy) -> Snapshot:
+        """A frozen copy of the cluster at `now`; raises when the data cannot be read."""
+
+
+class Mover(Protocol):
+    """Turns a plan's moves into PodMigrationJobs (the executor)."""
+
+    def submit(self, plan: Plan, snapshot: Snapshot) -> list[str]: ...
+
+
+class SourceError(Exception):
+    """The snapshot source could not produce trustworthy data (load source down, stale, malformed)."""
+
+
+@dataclass(slots=True)
+class CycleResult:
+    now: datetime
+    plan: Plan | None
+    snapshot: Snapshot | None
+    submitted: list[str]
+    skipped_reason: str = ""
+
+
+class PlanningLoop:
+    """Holds what lives across cycles: the strategies' state (LowNodeLoad's hot-cycle counts,
+    QuotaReclaim's over-max clocks) and the last result, for /readyz and the simulator."""
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        mover: Mover,
+        policy: Callable[[], Policy],
+        clock: Callable[[], datetime],
+        *,
+        dry_run: bool = False,
+    ) -> None:
+        self.source = source
+        self.mover = mover
+        self.policy = policy
+        self.clock = clock
+        self.dry_run = dry_run
+        self.state: dict[str, Any] = {}
+        self.last: CycleResult | None = None
+        self.cycles = 0
+
+    def run_cycle(self) -> CycleResult:
+        policy = self.policy()
+        now = self.clock()
+        began = time.perf_counter()
+        self.cycles += 1
+        try:
+            result = self._cycle(policy, now)
+        except Exception:
+            metrics.CYCLES.labels("error").inc()
+            log.exception("cycle failed", cycle=self.cycles)
+            result = CycleResult(now, None, None, [], "error")
+        finally:
+            metrics.CYCLE_DURATION.observe(time.perf_counter() - began)
+        self.last = result
+        return result
+
+    def _cycle(self, policy: Policy, now: datetime) -> CycleResult:
+        problem = self.source.not_ready()
+        if problem is None:
+            try:
+                snapshot = self.source.snapshot(now, policy)
+            except (SourceError, InputError) as err:
+                problem = str(err)
+        if problem is not None:
+            metrics.CYCLES.labels("skipped").inc()
+            log.warning("cycle skipped: not planning on data that could not be read", cycle=self.cycles, reason=problem)
+            return CycleResult(now, None, None, [], problem)
+        plan, self.state = plan_cycle(snapshot, policy, self.state)
+        self._report(plan)
+        dry = self.dry_run or policy.dry_run
+        submitted = [] if dry or not plan.migrations else self.mover.submit(plan, snapshot)
+        for strategy, count in _by_strategy(plan).items():
+            metrics.MIGRATIONS.labels(strategy, "planned").inc(count)
+        metrics.CYCLES.labels("planned").inc()
+        summary = plan.summary()
+        log.info(
+            "cycle planned",
+            cycle=self.cycles,
+            dry_run=dry,
+            migrations=summary["migrations"],
+            submitted=len(submitted),
+            hot_nodes=summary["hotNodes"],
+            low_nodes=summary["lowNodes"],
+            skipped=summary["skipped"],
+        )
+        return CycleResult(now, plan, snapshot, submitted)
+
+    def _report(self, plan: Plan) -> None:
+        for node_class in ("high", "low", "normal", "excluded"):
+            metrics.NODES.labels(node_class).set(sum(n.node_class == node_class for n in plan.nodes))
+        for warning in plan.warnings:
+            log.warning("plan warning", warning=warning)
+        for m in plan.migrations:
+            log.info(
+                "move planned",
+                pod=str(m.pod),
+                node=m.source_node,
+                target=m.target_node,
+                strategy=m.strategy,
+                mode=m.mode,
+                reason=m.reason,
+            )
+
+    def not_ready(self) -> str | None:
+        return self.source.not_ready()
+
+
+def _by_strategy(plan: Plan) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for m in plan.migrations:
+        counts[m.strategy] = counts.get(m.strategy, 0) + 1
+    return counts

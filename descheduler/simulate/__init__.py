@@ -1,0 +1,1 @@
+"""`descheduler simulate`: the real controller against a simulated cluster, and the report of the run."""
