@@ -1,0 +1,97 @@
+"""The controller's planning cycle over the demo snapshot: skip on unreadable data, dry-run,
+submission, and strategy state carried from one cycle to the next."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from descheduler import metrics
+from descheduler.cli import demo_snapshot_path
+from descheduler.controller.cycle import PlanningLoop, SourceError
+from descheduler.plan import Plan
+from descheduler.policy import Policy, parse_policy
+from descheduler.snapshot import Snapshot, load_snapshot
+
+DEMO = load_snapshot(demo_snapshot_path())
+
+POLICY = """\
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+dryRun: {dry_run}
+strategies:
+  - name: LowNodeLoad
+    args:
+      highThresholds: {{cpu: 70}}
+      lowThresholds: {{cpu: 45}}
+      anomalyCondition: {{consecutiveAbnormalities: 2}}
+"""
+
+
+def policy(dry_run: bool = False) -> Policy:
+    return parse_policy(POLICY.format(dry_run=str(dry_run).lower()))
+
+
+class Source:
+    def __init__(self) -> None:
+        self.problem: str | None = None
+        self.error: str | None = None
+
+    def not_ready(self) -> str | None:
+        return self.problem
+
+    def snapshot(self, now: datetime, policy: Policy) -> Snapshot:
+        if self.error:
+            raise SourceError(self.error)
+        return DEMO
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.plans: list[Plan] = []
+
+    def submit(self, plan: Plan, snapshot: Snapshot) -> list[str]:
+        self.plans.append(plan)
+        return [f"job-{m.pod.name}" for m in plan.migrations]
+
+
+def loop(source: Source, mover: Recorder, p: Policy) -> PlanningLoop:
+    return PlanningLoop(source, mover, lambda: p, lambda: DEMO.now)
+
+
+def cycles(result: str) -> float:
+    return metrics.sample("descheduler_cycles_total", {"result": result})
+
+
+def test_no_cycle_on_an_unsynced_cache_or_an_unreadable_load_source() -> None:
+    source, mover = Source(), Recorder()
+    controller = loop(source, mover, policy())
+    before = cycles("skipped")
+    source.problem = "cache not synced: pods"
+    assert controller.run_cycle().skipped_reason == "cache not synced: pods"
+    source.problem, source.error = None, "metrics.k8s.io: 503 Service Unavailable"
+    result = controller.run_cycle()
+    assert result.plan is None and result.skipped_reason.startswith("metrics.k8s.io")
+    assert mover.plans == []
+    assert cycles("skipped") == before + 2
+
+
+def test_state_carries_across_cycles_and_moves_are_submitted_once_debounced() -> None:
+    mover = Recorder()
+    controller = loop(Source(), mover, policy())
+    first = controller.run_cycle()
+    assert first.plan is not None and first.plan.migrations == ()  # hot once: not yet
+    assert {n.name: n.hot_cycles for n in first.plan.nodes if n.node_class == "high"} == {"node-a": 1, "node-b": 1}
+    second = controller.run_cycle()
+    assert second.plan is not None and len(second.plan.migrations) == 2
+    assert second.submitted == [f"job-{m.pod.name}" for m in second.plan.migrations]
+    assert len(mover.plans) == 1
+
+
+def test_dry_run_plans_but_submits_nothing() -> None:
+    mover = Recorder()
+    controller = loop(Source(), mover, policy(dry_run=True))
+    controller.run_cycle()
+    result = controller.run_cycle()
+    assert result.plan is not None and len(result.plan.migrations) == 2
+    assert result.submitted == [] and mover.plans == []
+    assert metrics.sample("descheduler_nodes", {"class": "high"}) == 2
