@@ -102,11 +102,12 @@ class LeaderElector:
                     log.error("lost the leader lease", lease=f"{cfg.namespace}/{cfg.name}", identity=cfg.identity)
                     return
         finally:
+            # Stop the work first, then release: the next leader must not start while this one acts.
             self._leader.clear()
             metrics.LEADER.set(0)
+            self._on_stopped()
             if stop.is_set():
                 self.release()
-            self._on_stopped()
 
     # ---------------------------------------------------------------- one attempt
 
