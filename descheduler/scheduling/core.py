@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
 from descheduler.model import Node, Pod, Reservation
 from descheduler.scheduling import predicates
 from descheduler.scheduling.predicates import owned_reservations
-from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, METRIC_NONE, BoolArray, IntArray
+from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, METRIC_NONE, BoolArray, FloatArray, IntArray
 from descheduler.scheduling.view import ClusterView
 
 MAX_SCORE = 100
@@ -115,18 +116,37 @@ def taint_mask(pod: Pod, view: ClusterView) -> BoolArray:
     return tolerated[table.taint_group]
 
 
-def fit_mask(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> BoolArray:
+@dataclass(frozen=True, slots=True)
+class FitCheck:
+    """The resources-fit predicate for every node, kept per resource so a caller can say which one failed."""
+
+    columns: IntArray  # table columns the pod requests
+    need: IntArray  # the pod's request in each of those columns
+    free: IntArray  # nodes × columns: room left, counting the pod's own reservations as free
+    others_reserved: IntArray  # nodes × columns: room held by reservations the pod does not own
+    unknown: tuple[str, ...]  # requested resources no node has a column for
+
+    def fits(self) -> BoolArray:
+        if self.unknown:
+            return np.zeros(self.free.shape[0], dtype=np.bool_)
+        fits: BoolArray = np.all(self.free >= self.need, axis=1)
+        return fits
+
+
+def fit_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> FitCheck:
     table = view.table
     need = table.load_of(pod).requests
-    unknown = [name for name in pod.requests if name not in table.column and pod.requests[name] > 0]
-    if unknown:
-        return np.zeros(table.size, dtype=np.bool_)
+    unknown = tuple(name for name in pod.requests if name not in table.column and pod.requests[name] > 0)
     cols = np.flatnonzero(need > 0)
-    free = table.alloc[:, cols] - view.requested[:, cols] - table.reserved[:, cols]
+    reserved = table.reserved[:, cols].copy()
     for reservation in owned:
-        free[table.index[reservation.node_name]] += table.vector(reservation.resources)[cols]
-    fits: BoolArray = np.all(free >= need[cols], axis=1)
-    return fits
+        reserved[table.index[reservation.node_name]] -= table.vector(reservation.resources)[cols]
+    free = table.alloc[:, cols] - view.requested[:, cols] - reserved
+    return FitCheck(cols, need[cols], free, reserved, unknown)
+
+
+def fit_mask(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> BoolArray:
+    return fit_check(pod, view, owned).fits()
 
 
 def anti_affinity_mask(pod: Pod, view: ClusterView) -> BoolArray:
@@ -146,34 +166,69 @@ def anti_affinity_mask(pod: Pod, view: ClusterView) -> BoolArray:
     return mask
 
 
-def load_mask(pod: Pod, view: ClusterView) -> BoolArray:
-    """Nodes the load filter accepts (scheduling-core.md §3)."""
+LOAD_INSTANT, LOAD_AGGREGATED, LOAD_PROD = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class LoadCheck:
+    """The load filter for every node (scheduling-core.md §3), with what decided it."""
+
+    over: BoolArray  # nodes × resources: estimated usage after placement above the threshold
+    thresholds: FloatArray  # nodes × resources: the percent each node was checked against
+    basis: npt.NDArray[np.int8]  # per node: LOAD_INSTANT, LOAD_AGGREGATED or LOAD_PROD usage
+    expired: BoolArray  # nodes refused because their metric is stale
+    accepted: BoolArray
+
+
+def load_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> LoadCheck:
+    """The load filter; a node the pod holds a reservation on already counts the pod's estimate once."""
     table = view.table
     args = table.args
     n = table.size
+    basis = np.zeros(n, dtype=np.int8)
     if pod.is_daemonset:
-        return np.ones(n, dtype=np.bool_)
+        none = np.zeros((n, len(table.resources)), dtype=np.bool_)
+        return LoadCheck(none, table.thresholds, basis, np.zeros(n, dtype=np.bool_), np.ones(n, dtype=np.bool_))
     load = table.load_of(pod)
     base = view.estimated
+    aggregated = view.aggregated
     thresholds = table.thresholds
+    credit = [(table.index[r.node_name], table.reservation_estimate(r)) for r in owned]
+    if credit:
+        base, aggregated = base.copy(), aggregated.copy()
+        for row, estimate in credit:
+            base[row] -= estimate
+            aggregated[row] -= estimate
     if args.aggregated is not None:
         rows = table.has_aggregated
-        base = np.where(rows[:, None], view.aggregated, base)
+        base = np.where(rows[:, None], aggregated, base)
         thresholds = np.where(rows[:, None], table.aggregated_thresholds, thresholds)
+        basis[rows] = LOAD_AGGREGATED
     if load.prod:
         prod_rows: BoolArray = np.asarray(table.prod_thresholds.any(axis=1))
         base = np.where(prod_rows[:, None], view.prod_estimated, base)
         thresholds = np.where(prod_rows[:, None], table.prod_thresholds, thresholds)
+        basis[prod_rows] = LOAD_PROD
     after = base + load.estimate
-    over = (thresholds > 0) & (table.alloc > 0) & (after * 100 > thresholds * table.alloc)
-    reject: BoolArray = np.asarray(over.any(axis=1) & (table.metric != METRIC_NONE))
-    expired = np.asarray(table.metric == METRIC_EXPIRED)
+    over: BoolArray = (thresholds > 0) & (table.alloc > 0) & (after * 100 > thresholds * table.alloc)
+    any_over = over.any(axis=1)
+    reject: BoolArray = np.asarray(any_over & (table.metric != METRIC_NONE))
+    expired = np.zeros(n, dtype=np.bool_)
     if args.filter_expired_node_metrics:
+        stale = np.asarray(table.metric == METRIC_EXPIRED)
         # Stale metrics make a node unschedulable for load-aware placement, unless explicitly allowed.
-        reject = expired.copy() if not args.enable_schedule_when_node_metrics_expired else reject & ~expired
-        reject |= np.asarray(over.any(axis=1) & (table.metric == METRIC_FRESH))
-    accepted: BoolArray = ~reject
-    return accepted
+        if args.enable_schedule_when_node_metrics_expired:
+            reject &= ~stale
+        else:
+            expired = stale
+            reject = stale.copy()
+        reject |= np.asarray(any_over & (table.metric == METRIC_FRESH))
+    return LoadCheck(over, thresholds, basis, expired, ~reject)
+
+
+def load_mask(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> BoolArray:
+    """Nodes the load filter accepts (scheduling-core.md §3)."""
+    return load_check(pod, view, owned).accepted
 
 
 def feasible_mask(
@@ -195,7 +250,7 @@ def feasible_mask(
         mask &= fit_mask(pod, view, owned)
         if pod.anti_affinity:
             mask &= anti_affinity_mask(pod, view)
-    mask &= load_mask(pod, view)
+    mask &= load_mask(pod, view, owned)
     return mask
 
 

@@ -103,8 +103,8 @@ def anti_affinity(pod: Pod, node: Node, view: ClusterView) -> str | None:
     return None
 
 
-def load(pod: Pod, node: Node, view: ClusterView) -> str | None:
-    """The load filter (scheduling-core.md §3)."""
+def load(pod: Pod, node: Node, view: ClusterView, node_fit: bool = True) -> str | None:
+    """The load filter (scheduling-core.md §3); with `node_fit`, the pod's own reservations count once."""
     table = view.table
     args = table.args
     row = table.index[node.name]
@@ -117,6 +117,11 @@ def load(pod: Pod, node: Node, view: ClusterView) -> str | None:
         age = table.metric_age[row] or 0.0
         return f"node metric expired ({age:.0f}s old > {args.node_metric_expiration_seconds}s)"
     base, thresholds, what = load_basis(pod, row, view)
+    if node_fit and not what.startswith("prod"):
+        # The node's usage already holds the estimate of a reservation this pod will take over.
+        for reservation in owned_reservations(pod, view):
+            if reservation.node_name == node.name:
+                base = base - table.reservation_estimate(reservation)
     after = base + table.load_of(pod).estimate
     alloc = table.alloc[row]
     for col, name in enumerate(table.resources):
@@ -148,4 +153,4 @@ def first_failure(pod: Pod, node: Node, view: ClusterView, node_fit: bool = True
             or resources_fit(pod, node, view)
             or anti_affinity(pod, node, view)
         )
-    return reason or load(pod, node, view)
+    return reason or load(pod, node, view, node_fit)

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from descheduler.labels import LabelSelector
-from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, NodeUsage, Pod, Taint
+from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, NodeUsage, Pod, Reservation, Taint
 from descheduler.policy import SchedulingArgs
 from descheduler.priority import is_prod
 from descheduler.resources import Resources
@@ -119,6 +119,12 @@ class NodeTable:
                     index.setdefault(key, {}).setdefault(value, []).append(row)
             self._labels = index
         return self._labels
+
+    def reservation_estimate(self, reservation: Reservation) -> IntArray:
+        """What the estimator expects of the pod a Reservation stands in for (its node already counts it)."""
+        factors = self.args.estimated_scaling_factors
+        row: IntArray = self.vector(estimate(reservation.resources, reservation.resources, factors))
+        return row
 
     def load_of(self, pod: Pod) -> PodLoad:
         """The pod's requests, measured usage and estimate (cached per pod)."""
@@ -389,7 +395,6 @@ def _fill_pods(table: NodeTable, snapshot: Snapshot, args: SchedulingArgs) -> No
 
 def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
     """Moves already under way count where they are going, not where they were (scheduling-core.md §4)."""
-    factors = table.args.estimated_scaling_factors
     active = {f"{j.pod.namespace}/{j.pod.name}" for j in snapshot.jobs if j.active}
     pods = {p.key: p for p in snapshot.pods if p.key in active} if active else {}
     for reservation in snapshot.reservations:
@@ -397,7 +402,7 @@ def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
         if row is None or not reservation.holds_room:
             continue
         # The replacement is not running yet: count what the estimator expects of its requests.
-        incoming = table.vector(estimate(reservation.resources, reservation.resources, factors))
+        incoming = table.reservation_estimate(reservation)
         table.usage[row] += incoming
         table.estimated[row] += incoming
         table.aggregated[row] += incoming

@@ -65,6 +65,21 @@ class ClusterView:
             self.prod_estimated[target_row] += incoming
         self.location[pod.key] = target
 
+    def place(self, pod: Pod, node: str) -> None:
+        """Assume a pod that runs nowhere yet now runs on `node`: its requests and estimate count there."""
+        table = self.table
+        row = table.index[node]
+        load = table.load_of(pod)
+        incoming = np.maximum(load.usage, load.estimate)
+        self.requested[row] += load.requests
+        self.usage[row] += load.usage
+        self.estimated[row] += incoming
+        self.aggregated[row] += incoming
+        if load.prod:
+            self.prod_usage[row] += load.usage
+            self.prod_estimated[row] += incoming
+        self.location[pod.key] = node
+
     def remove(self, pod: Pod) -> None:
         """Assume `pod` is gone (evicted with no destination, e.g. quota reclaim)."""
         table = self.table

@@ -7,10 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-
 from descheduler.errors import InputError
-from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
 from descheduler.scheduling import ClusterView, best_node, build_table
@@ -22,22 +19,6 @@ from descheduler.snapshot import load_snapshot_objects
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER_NAMES = frozenset({"default-scheduler", ""})
-
-
-def assume(view: ClusterView, pod: Pod, node: str) -> None:
-    """Assume a pending pod now runs on `node`: its requests and estimate count there (view.move needs a source)."""
-    table = view.table
-    row = table.index[node]
-    load = table.load_of(pod)
-    incoming = np.maximum(load.usage, load.estimate)
-    view.requested[row] += load.requests
-    view.usage[row] += load.usage
-    view.estimated[row] += incoming
-    view.aggregated[row] += incoming
-    if load.prod:
-        view.prod_usage[row] += load.usage
-        view.prod_estimated[row] += incoming
-    view.location[pod.key] = node
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +96,7 @@ class Scheduler:
                 snapshot = load_snapshot_objects(self._objects(), instant, source="<simulated cluster>")
                 view = ClusterView(build_table(snapshot, self.args))
             else:
-                assume(view, pod, choice.node)
+                view.place(pod, choice.node)
         self.bindings += done
         return done
 
