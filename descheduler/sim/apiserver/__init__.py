@@ -1,10 +1,12 @@
 """A fake, stateful Kubernetes API server for contract tests and the simulator.
 
 Public surface: `FakeApiServer` (HTTP on 127.0.0.1), its `Store` (seed and read objects from
-Python), `Faults` (inject failures, delays, dropped watches; count requests), `ApiError`, and
-the resource table (`ResourceType`, `RESOURCES`).
+Python), `Faults` (inject failures, delays, dropped watches; count requests), `ApiError`, the
+resource table (`ResourceType`, `RESOURCES`), and the `AccessLog` of every request's
+authorization attributes (`Access`, `request_access`) for RBAC tests.
 """
 
+from .access import Access, AccessLog, request_access
 from .errors import ApiError
 from .faults import Faults, RequestInfo
 from .resources import RESOURCES, ResourceTable, ResourceType
@@ -14,6 +16,8 @@ from .watch import Watcher, WatchEvent
 
 __all__ = [
     "RESOURCES",
+    "Access",
+    "AccessLog",
     "ApiError",
     "FakeApiServer",
     "Faults",
@@ -24,4 +28,5 @@ __all__ = [
     "Store",
     "WatchEvent",
     "Watcher",
+    "request_access",
 ]

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from . import errors
+from .access import AccessLog, request_access
 from .api import Api, ApiRequest, Response, Target, WatchStream, error_response
 from .entry import encode
 from .errors import ApiError
@@ -33,10 +34,18 @@ class ApiHTTPServer(ThreadingHTTPServer):
     block_on_close = False
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], api: Api, faults: Faults, bookmark_interval: float) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        api: Api,
+        faults: Faults,
+        bookmark_interval: float,
+        accesses: AccessLog | None = None,
+    ) -> None:
         super().__init__(address, _Handler)
         self.api = api
         self.faults = faults
+        self.accesses = accesses if accesses is not None else AccessLog()
         self.bookmark_interval = bookmark_interval
         self.stopping = threading.Event()
 
@@ -70,6 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         request = ApiRequest(self.command, url.path, query, self.headers.get("Content-Type", ""), body)
         api, faults = self.server.api, self.server.faults
+        self.server.accesses.record(request_access(self.command, url.path, query))
         target: Target | None = None
         try:
             target = api.resolve(request)

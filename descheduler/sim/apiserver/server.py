@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from .access import AccessLog
 from .api import Api
 from .clock import Clock, wall_clock
 from .faults import Faults
@@ -45,6 +46,8 @@ class FakeApiServer:
             store.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in seed_namespaces)
         self.store = store
         self.faults = Faults(self.store)
+        # The authorization attributes of every request, for RBAC tests (see access.py).
+        self.accesses = AccessLog()
         self.host = host
         self._port = port
         self.bookmark_interval = bookmark_interval
@@ -55,7 +58,7 @@ class FakeApiServer:
         if self._httpd is not None:
             return self
         api = Api(self.store)
-        httpd = ApiHTTPServer((self.host, self._port), api, self.faults, self.bookmark_interval)
+        httpd = ApiHTTPServer((self.host, self._port), api, self.faults, self.bookmark_interval, self.accesses)
         self._port = httpd.server_address[1]
         api.server_address = f"{self.host}:{self._port}"
         self._httpd = httpd
