@@ -1,0 +1,68 @@
+"""Kubernetes I/O: the rate-limited client, the list-watch cache, and snapshot files of a live cluster.
+
+Public surface:
+
+- `connect(kubeconfig, context, *, qps, burst, timeout) -> KubeClient` — kubeconfig (and context),
+  or the in-cluster service account when neither is given. `KubeClient.api_client` is a
+  `kubernetes.client.ApiClient` for the generated APIs (`CoreV1Api(kube.api_client)` …): every
+  call through it, and through `KubeClient.request/get_json/stream`, waits for the client-side
+  QPS/burst limiter, honours 429 Retry-After, retries 5xx and connection errors with backoff
+  (writes only when safe) and counts `descheduler_api_requests_total{verb,code}`.
+- `ClusterCache(client, kinds=CLUSTER_KINDS)` — one reflector thread per resource (paginated
+  list, watch with bookmarks, re-list on 410, reconnect with backoff); `start()`, `stop()`,
+  `synced`, `wait_synced(timeout)`, `not_ready()`, `get/records/items/count(kind)`,
+  `pods_on(node)`, `add_listener(fn, kinds)`, and `snapshot(now, load_reading) -> Snapshot`.
+- Resource names (`NODES`, `PODS`, … `NODE_METRICS`), `CLUSTER_KINDS`.
+- `save_snapshot(client, path, now, reading)` — what `descheduler snapshot save` writes.
+"""
+
+from descheduler.kube.cache import CacheEvent, ClusterCache, KindStatus, Listener
+from descheduler.kube.client import KubeApiError, KubeClient, RetryPolicy, connect
+from descheduler.kube.kinds import (
+    CLUSTER_KINDS,
+    DAEMONSETS,
+    DEPLOYMENTS,
+    KINDS,
+    MIGRATION_JOBS,
+    NAMESPACES,
+    NODE_METRICS,
+    NODES,
+    PDBS,
+    PODS,
+    QUOTAS_SIGS,
+    QUOTAS_X,
+    REPLICASETS,
+    RESERVATIONS,
+    STATEFULSETS,
+    ResourceKind,
+)
+from descheduler.kube.ratelimit import Cancelled, TokenBucket
+
+__all__ = [
+    "CLUSTER_KINDS",
+    "DAEMONSETS",
+    "DEPLOYMENTS",
+    "KINDS",
+    "MIGRATION_JOBS",
+    "NAMESPACES",
+    "NODES",
+    "NODE_METRICS",
+    "PDBS",
+    "PODS",
+    "QUOTAS_SIGS",
+    "QUOTAS_X",
+    "REPLICASETS",
+    "RESERVATIONS",
+    "STATEFULSETS",
+    "CacheEvent",
+    "Cancelled",
+    "ClusterCache",
+    "KindStatus",
+    "KubeApiError",
+    "KubeClient",
+    "Listener",
+    "ResourceKind",
+    "RetryPolicy",
+    "TokenBucket",
+    "connect",
+]

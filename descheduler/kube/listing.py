@@ -1,0 +1,183 @@
+"""Paginated list requests (limit/continue), shared by the reflectors, the load readers and `snapshot save`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import msgspec
+
+from descheduler import decode
+from descheduler.kube.client import KubeApiError, KubeClient
+from descheduler.kube.kinds import RawList, RawListMeta, RawMetaOnly, ResourceKind
+
+
+class ContinueExpired(KubeApiError):
+    """410 on a follow-up page: the continue token left the server's window; list again from the start."""
+
+
+class _ObjectList(msgspec.Struct, kw_only=True):
+    metadata: RawListMeta = msgspec.field(default_factory=RawListMeta)
+    items: list[dict[str, Any]] | None = None
+
+
+_OBJECTS = msgspec.json.Decoder(_ObjectList)
+_RAW_LIST = msgspec.json.Decoder(RawList[msgspec.Raw])
+_META = msgspec.json.Decoder(RawMetaOnly)
+
+
+class _Page(Protocol):
+    @property
+    def metadata(self) -> RawListMeta: ...
+
+
+PageT = TypeVar("PageT", bound=_Page)
+
+
+def list_pages(
+    client: KubeClient,
+    path: str,
+    decode: Callable[[bytes], PageT],
+    *,
+    page_size: int = 500,
+    cancel: threading.Event | None = None,
+) -> Iterator[PageT]:
+    """Each page of a list, decoded by `decode` (which must read `metadata.continue`);
+    `page_size` 0 asks for everything at once."""
+    token = ""
+    while True:
+        query: dict[str, Any] = {}
+        if page_size > 0:
+            query["limit"] = page_size
+        if token:
+            query["continue"] = token
+        try:
+            body = client.request("GET", path, query=query, cancel=cancel)
+        except KubeApiError as error:
+            if error.status == 410 and token:
+                raise ContinueExpired(error.method, error.path, error.status, error.body) from None
+            raise
+        page = decode(body)
+        yield page
+        token = page.metadata.continue_
+        if not token:
+            return
+
+
+def list_objects(
+    client: KubeClient,
+    path: str,
+    *,
+    api_version: str,
+    kind: str,
+    page_size: int = 500,
+    attempts: int = 3,
+) -> tuple[list[dict[str, Any]], str]:
+    """Every object of a collection as plain dicts, with apiVersion and kind set on each (list items
+    carry neither), and the list's resourceVersion. An expired continue token restarts the list."""
+    for attempt in range(attempts):
+        objects: list[dict[str, Any]] = []
+        version = ""
+        try:
+            for page in list_pages(client, path, _OBJECTS.decode, page_size=page_size):
+                version = page.metadata.resource_version
+                for item in page.items or ():
+                    objects.append({"apiVersion": api_version, "kind": kind, **item})
+        except ContinueExpired:
+            if attempt + 1 == attempts:
+                raise
+            continue
+        return objects, version
+    raise AssertionError("unreachable")
+
+
+@dataclass(slots=True)
+class Listed:
+    """A whole list decoded into records by key; objects that could not be read are in `problems`."""
+
+    records: dict[str, Any] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+    resource_version: str = ""
+
+
+class _DecodedPage:
+    """Typed items, or raw ones when one item did not fit the kind's shape (decoded one by one)."""
+
+    __slots__ = ("items", "metadata", "typed")
+
+    def __init__(self, page: RawList[Any], *, typed: bool) -> None:
+        self.metadata: RawListMeta = page.metadata
+        self.items: list[Any] = page.items or []
+        self.typed = typed
+
+
+def list_records(
+    client: KubeClient,
+    kind: ResourceKind,
+    *,
+    page_size: int = 500,
+    cancel: threading.Event | None = None,
+) -> Listed:
+    """List a collection in pages and decode it into the kind's records."""
+
+    def decode_page(body: bytes) -> _DecodedPage:
+        try:
+            return _DecodedPage(kind.list_decoder.decode(body), typed=True)
+        except msgspec.ValidationError:
+            return _DecodedPage(_RAW_LIST.decode(body), typed=False)
+
+    listed = Listed()
+    records, problems = listed.records, listed.problems
+    to_record, key_of = kind.to_record, kind.key
+    for page in list_pages(client, kind.path, decode_page, page_size=page_size, cancel=cancel):
+        listed.resource_version = page.metadata.resource_version
+        if not page.typed:
+            for raw in page.items:
+                key, record, problem = decode_object(kind, raw)
+                if problem is not None:
+                    problems[key] = problem
+                else:
+                    records[key] = record
+            continue
+        for obj in page.items:
+            key = key_of(obj.metadata)
+            try:
+                records[key] = to_record(obj)
+            except decode.DecodeError as error:
+                problems[key] = _problem(error)
+    return listed
+
+
+def records_of(kind: ResourceKind, objects: Iterable[Mapping[str, Any]]) -> Listed:
+    """Decode already-loaded objects (plain dicts) into the kind's records."""
+    listed = Listed()
+    for obj in objects:
+        key, record, problem = decode_object(kind, msgspec.json.encode(obj))
+        if problem is not None:
+            listed.problems[key] = problem
+        else:
+            listed.records[key] = record
+    return listed
+
+
+def decode_object(kind: ResourceKind, raw: bytes | msgspec.Raw) -> tuple[str, Any, str | None]:
+    """(key, record, None), or (key, None, why it cannot be read) for a malformed object."""
+    try:
+        obj = kind.item_decoder.decode(raw)
+    except msgspec.ValidationError as error:
+        try:
+            meta = _META.decode(raw).metadata
+        except msgspec.DecodeError:
+            return "?", None, f"undecodable object: {error}"
+        return kind.key(meta), None, str(error)
+    key = kind.key(obj.metadata)
+    try:
+        return key, kind.to_record(obj), None
+    except decode.DecodeError as error:
+        return key, None, _problem(error)
+
+
+def _problem(error: decode.DecodeError) -> str:
+    return f"{error.field}: {error.message}" if error.field else error.message

@@ -1,0 +1,252 @@
+"""One resource's list-then-watch loop (client-go's Reflector), feeding decoded records to a sink.
+
+List in pages (limit/continue), then watch from the list's resourceVersion with bookmarks; a watch
+that ends is resumed from the last version seen, a 410 Gone (the version left the server's
+history window, or an expired continue token) re-lists, and errors reconnect with capped,
+jittered exponential backoff. A missing optional API (CRD not installed) counts as an empty list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import msgspec
+import structlog
+import urllib3
+
+from descheduler import decode, metrics
+from descheduler.errors import ClusterUnreachableError
+from descheduler.kube.client import KubeApiError, KubeClient
+from descheduler.kube.kinds import RawMetaOnly, RawStatus, RawWatchEvent, ResourceKind
+from descheduler.kube.listing import ContinueExpired, decode_object, list_records
+from descheduler.kube.ratelimit import Cancelled
+
+log = structlog.get_logger(__name__)
+
+_EVENT_DECODER = msgspec.json.Decoder(RawWatchEvent)
+_STATUS_DECODER = msgspec.json.Decoder(RawStatus)
+_META_DECODER = msgspec.json.Decoder(RawMetaOnly)
+
+
+class Sink(Protocol):
+    """Where a reflector puts what it reads (the ClusterCache)."""
+
+    def replace(self, kind: ResourceKind, items: dict[str, Any], problems: dict[str, str]) -> None: ...
+
+    def apply(self, kind: ResourceKind, event_type: str, key: str, record: Any, problem: str | None) -> None: ...
+
+    def absent(self, kind: ResourceKind, why: str) -> None: ...
+
+    def healthy(self, kind: ResourceKind, resource_version: str) -> None: ...
+
+    def failed(self, kind: ResourceKind, why: str) -> None: ...
+
+
+class _Gone(Exception):
+    """410: re-list from scratch."""
+
+
+class Reflector:
+    """Runs `run()` on its own daemon thread until `stop()`."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        kind: ResourceKind,
+        sink: Sink,
+        *,
+        page_size: int = 500,
+        watch_seconds: tuple[int, int] = (300, 600),
+        read_timeout: float = 90.0,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        absent_recheck: float = 300.0,
+    ) -> None:
+        self.client = client
+        self.kind = kind
+        self.sink = sink
+        self.page_size = page_size
+        self.watch_seconds = watch_seconds
+        self.read_timeout = read_timeout
+        self.backoff = backoff
+        self.absent_recheck = absent_recheck
+        self.resource_version = ""
+        self._stop = threading.Event()
+        self._response: Any = None
+        self._response_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name=f"reflector:{self.kind.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the loop to end and cut an open watch, so a blocked read returns now."""
+        self._stop.set()
+        with self._response_lock:
+            response = self._response
+        if response is not None:
+            _shutdown(response)
+
+    def join(self, timeout: float) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
+    # ---------------------------------------------------------------- the loop
+
+    def run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                if not self.resource_version:
+                    if not self._list():
+                        continue  # absent optional API: rechecked after a pause
+                    failures = 0
+                opened = time.monotonic()
+                self._watch()
+                metrics.WATCH_RESTARTS.labels(self.kind.name, "closed").inc()
+                if time.monotonic() - opened > 1.0:
+                    failures = 0
+                    continue
+                # A stream that ends at once, again and again, must not spin: fall through to the backoff.
+            except Cancelled:
+                return
+            except _Gone as gone:
+                metrics.WATCH_RESTARTS.labels(self.kind.name, "gone").inc()
+                log.info("resource version expired; re-listing", resource=self.kind.name, why=str(gone))
+                self.resource_version = ""
+                continue
+            except (
+                KubeApiError,
+                ClusterUnreachableError,
+                urllib3.exceptions.HTTPError,
+                OSError,
+                ValueError,
+                msgspec.MsgspecError,
+            ) as error:
+                if self._stop.is_set():
+                    return
+                why = _describe(error)
+                metrics.WATCH_RESTARTS.labels(self.kind.name, "error").inc()
+                self.sink.failed(self.kind, why)
+            delay = min(self.backoff[1], self.backoff[0] * 2**failures) * random.uniform(0.5, 1.0)
+            failures = min(failures + 1, 16)
+            log.warning("list/watch failed; retrying", resource=self.kind.name, delay=round(delay, 2))
+            if self._stop.wait(delay):
+                return
+
+    def _list(self) -> bool:
+        """Paginated list into the sink; False when the API is absent (and we paused)."""
+        try:
+            listed = list_records(self.client, self.kind, page_size=self.page_size, cancel=self._stop)
+        except ContinueExpired as error:
+            raise _Gone(f"continue token expired: {error.message}") from None
+        except KubeApiError as error:
+            if error.status == 404 and self.kind.optional:
+                self.sink.absent(self.kind, f"{self.kind.api_version} {self.kind.kind} is not served (404)")
+                self.resource_version = ""
+                if self._stop.wait(self.absent_recheck):
+                    raise Cancelled("stopped") from None
+                return False
+            raise
+        self.sink.replace(self.kind, listed.records, listed.problems)
+        self.resource_version = listed.resource_version
+        self.sink.healthy(self.kind, listed.resource_version)
+        return True
+
+    def _watch(self) -> None:
+        """One watch stream, applied until it ends; raises _Gone on 410."""
+        kind = self.kind
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": self.resource_version,
+            "timeoutSeconds": random.randint(*self.watch_seconds),
+        }
+        response = self.client.stream(kind.path, query=query, read_timeout=self.read_timeout, cancel=self._stop)
+        with self._response_lock:
+            self._response = response
+        if self._stop.is_set():
+            _shutdown(response)
+        self.sink.healthy(kind, self.resource_version)
+        decode_event, decode_item = _EVENT_DECODER.decode, kind.item_decoder.decode
+        to_record, key_of = kind.to_record, kind.key
+        try:
+            for line in _lines(response):
+                event = decode_event(line)
+                kind_of_event = event.type
+                if kind_of_event == "BOOKMARK":
+                    self.resource_version = _META_DECODER.decode(event.object).metadata.resource_version
+                    continue
+                if kind_of_event == "ERROR":
+                    status = _STATUS_DECODER.decode(event.object)
+                    if status.code == 410:
+                        raise _Gone(status.message or "410 Gone")
+                    raise KubeApiError("WATCH", kind.path, status.code or 500, bytes(event.object))
+                problem: str | None = None
+                record: Any = None
+                try:
+                    obj = decode_item(event.object)
+                    key = key_of(obj.metadata)
+                    version = obj.metadata.resource_version
+                    record = to_record(obj)
+                except (msgspec.ValidationError, decode.DecodeError):
+                    key, record, problem = decode_object(kind, event.object)
+                    version = ""
+                    with contextlib.suppress(msgspec.DecodeError):
+                        version = _META_DECODER.decode(event.object).metadata.resource_version
+                self.sink.apply(kind, kind_of_event, key, record, problem)
+                if version:
+                    self.resource_version = version
+        except (urllib3.exceptions.HTTPError, OSError):
+            if self._stop.is_set():
+                raise Cancelled("stopped") from None
+            raise
+        finally:
+            with self._response_lock:
+                self._response = None
+            _shutdown(response)
+        if self._stop.is_set():
+            raise Cancelled("stopped")
+
+
+def _lines(response: Any) -> Iterator[bytes]:
+    """Complete lines of a streamed body, as they arrive."""
+    pending = b""
+    for chunk in response.stream(65536, decode_content=True):
+        if not chunk:
+            continue
+        pending += chunk
+        if b"\n" not in chunk:
+            continue
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            if line.strip():
+                yield line
+    if pending.strip():
+        yield pending
+
+
+def _shutdown(response: Any) -> None:
+    try:
+        shutdown = getattr(response, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        response.release_conn()
+        response.close()
+    except (urllib3.exceptions.HTTPError, OSError):
+        pass
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, KubeApiError | ClusterUnreachableError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"

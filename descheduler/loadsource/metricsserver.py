@@ -1,0 +1,88 @@
+"""metrics.k8s.io (metrics-server): NodeMetrics and PodMetrics, listed on every read.
+
+The aggregated metrics API cannot be watched, so each read lists both collections (one request
+each: metrics-server answers a list whole). Timestamps are the ones metrics-server reports.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from descheduler import decode
+from descheduler.errors import ClusterUnreachableError
+from descheduler.kube.client import KubeApiError, KubeClient
+from descheduler.kube.kinds import ResourceKind
+from descheduler.kube.listing import list_objects, list_records, records_of
+from descheduler.loadsource.reading import LoadReading, LoadSourceError
+from descheduler.model import NodeUsage, PodUsage
+
+SOURCE = "metrics.k8s.io"
+NODE_METRICS = ResourceKind(
+    "nodes.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False,
+    decode.RawNodeMetrics, decode.node_usage_from_metrics,
+)  # fmt: skip
+POD_METRICS = ResourceKind(
+    "pods.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True,
+    decode.RawPodMetrics, decode.pod_usage_from_metrics,
+)  # fmt: skip
+
+
+class MetricsServerReader:
+    """Reads node and pod usage from the cluster's metrics.k8s.io API."""
+
+    source = SOURCE
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+
+    def read(self, now: datetime, *, keep_objects: bool = False) -> LoadReading:
+        nodes, node_warnings, node_objects = self._list(NODE_METRICS, keep_objects)
+        pods, pod_warnings, pod_objects = self._list(POD_METRICS, keep_objects)
+        node_usage: dict[str, NodeUsage] = {u.node: u for u in nodes.values()}
+        pod_usage: dict[str, PodUsage] = {u.key: u for u in pods.values()}
+        return LoadReading(
+            source=SOURCE,
+            read_at=now,
+            node_usage=node_usage,
+            pod_usage=pod_usage,
+            warnings=tuple(node_warnings + pod_warnings),
+            objects=tuple(node_objects + pod_objects),
+        )
+
+    def _list(self, kind: ResourceKind, keep_objects: bool) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+        """(records by key, warnings for objects left out, the objects themselves if asked for)."""
+        objects: list[dict[str, Any]] = []
+        try:
+            if keep_objects:
+                objects, _ = list_objects(
+                    self.client, kind.path, api_version=kind.api_version, kind=kind.kind, page_size=0
+                )
+                listed = records_of(kind, objects)
+            else:
+                listed = list_records(self.client, kind, page_size=0)
+        except KubeApiError as error:
+            raise LoadSourceError(_explain(kind, error)) from None
+        except ClusterUnreachableError as error:
+            raise LoadSourceError(f"{SOURCE}: {error}") from None
+        except ValueError as error:  # not JSON, or not a list
+            raise LoadSourceError(f"{SOURCE}: the {kind.kind} list is malformed: {error}") from None
+        problems = sorted(listed.problems.items())
+        warnings = [f"{kind.kind} {key}: cannot be read, ignored: {why}" for key, why in problems]
+        return listed.records, warnings, objects
+
+    def close(self) -> None:
+        """Nothing to release: the Kubernetes client belongs to the caller."""
+
+
+def _explain(kind: ResourceKind, error: KubeApiError) -> str:
+    if error.status == 404:
+        return (
+            f"{SOURCE} is not served by this cluster (404 on {kind.path}): install metrics-server, "
+            "or set loadSource.type to nodeMetric or prometheus"
+        )
+    if error.status == 503:
+        return f"{SOURCE} is unavailable (503 on {kind.path}): metrics-server is not ready: {error.message}"
+    if error.status in (401, 403):
+        return f"{SOURCE}: not allowed to list {kind.kind} ({error.status}): grant get/list on {kind.path}"
+    return f"{SOURCE}: {error}"
