@@ -79,6 +79,38 @@ POLICY_RELOADS = Counter(
 )
 
 
+# The kube-scheduler extender (`descheduler extender`).
+EXTENDER_REQUESTS = Counter(
+    "descheduler_extender_requests_total",
+    "Extender HTTP requests by verb (filter, prioritize, other) and HTTP status code.",
+    ["verb", "code"],
+    registry=REGISTRY,
+)
+EXTENDER_REQUEST_DURATION = Histogram(
+    "descheduler_extender_request_duration_seconds",
+    "Time to answer one extender request, from the request line to the last byte written.",
+    ["verb"],
+    buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5),
+    registry=REGISTRY,
+)
+EXTENDER_REFRESHES = Counter(
+    "descheduler_extender_refreshes_total",
+    "Rebuilds of the extender's cluster state by result (success, error: the last state stays in force).",
+    ["result"],
+    registry=REGISTRY,
+)
+EXTENDER_ASSUMED_PODS = Gauge(
+    "descheduler_extender_assumed_pods",
+    "Pods seen bound since the extender's last snapshot, counted on their nodes until a snapshot includes them.",
+    registry=REGISTRY,
+)
+EXTENDER_NODES = Gauge(
+    "descheduler_extender_nodes",
+    "Nodes in the extender's current cluster state.",
+    registry=REGISTRY,
+)
+
+
 def sample(name: str, labels: dict[str, str] | None = None) -> float:
     """The current value of one series (0 when it has not been touched): for tests and reports."""
     value = REGISTRY.get_sample_value(name, labels or {})

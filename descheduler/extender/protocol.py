@@ -1,0 +1,172 @@
+"""The kube-scheduler extender wire format, and decoding a request body into checked parts.
+
+Shapes mirror `k8s.io/kube-scheduler/extender/v1` (kubernetes/kubernetes,
+staging/src/k8s.io/kube-scheduler/extender/v1/types.go). The Go structs carry no json tags, so
+encoding/json writes the Go field names as keys, and kube-scheduler (pkg/scheduler/extender.go,
+`HTTPExtender.send`) POSTs them as JSON to `<urlPrefix>/<verb>`:
+
+    ExtenderArgs         {Pod *v1.Pod; Nodes *v1.NodeList; NodeNames *[]string}
+    ExtenderFilterResult {Nodes *v1.NodeList; NodeNames *[]string; FailedNodes FailedNodesMap;
+                          FailedAndUnresolvableNodes FailedNodesMap; Error string}
+    HostPriority         {Host string; Score int64}    HostPriorityList []HostPriority
+    MaxExtenderPriority = 10
+
+With `nodeCacheCapable: true` the scheduler sends `NodeNames` (and reads `NodeNames` back);
+otherwise it sends the full `Nodes` list and reads `Nodes` back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+
+from descheduler import decode
+from descheduler.model import Pod
+
+MAX_EXTENDER_PRIORITY = 10
+MIN_EXTENDER_PRIORITY = 0
+_ABSENT = msgspec.Raw(b"null")
+
+
+class ObjectMeta(msgspec.Struct):
+    name: str = ""
+
+
+class NamedObject(msgspec.Struct):
+    """Just enough of a Node to know its name."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+class NodeList(msgspec.Struct, omit_defaults=True):
+    """v1.NodeList: items are passed through untouched (the cache, not the request, describes nodes)."""
+
+    items: list[msgspec.Raw] | None = None
+    apiVersion: str = ""
+    kind: str = ""
+
+
+class ExtenderArgs(msgspec.Struct):
+    """What the scheduler sends to `filterVerb` and `prioritizeVerb`."""
+
+    Pod: msgspec.Raw = _ABSENT  # v1.Pod (decoded by `decode.RawPod`); msgspec.Raw cannot be in a union
+    Nodes: NodeList | None = None
+    NodeNames: list[str] | None = None
+
+
+class ExtenderFilterResult(msgspec.Struct):
+    """The answer to `filterVerb`."""
+
+    Nodes: NodeList | None = None
+    NodeNames: list[str] | None = None
+    FailedNodes: dict[str, str] | None = None
+    FailedAndUnresolvableNodes: dict[str, str] | None = None
+    Error: str = ""
+
+
+class HostPriority(msgspec.Struct):
+    """One entry of the answer to `prioritizeVerb` (a HostPriorityList is a JSON array of these)."""
+
+    Host: str
+    Score: int
+
+
+class _Envelope(msgspec.Struct):
+    """ExtenderArgs with its parts left as raw JSON: each is decoded (and cached) on its own.
+    (msgspec.Raw cannot be part of a union: an absent part reads as JSON null.)"""
+
+    Pod: msgspec.Raw = _ABSENT
+    Nodes: msgspec.Raw = _ABSENT
+    NodeNames: msgspec.Raw = _ABSENT
+
+
+class RequestError(ValueError):
+    """A request the extender cannot act on; `status` is the HTTP code to answer with."""
+
+    def __init__(self, reason: str, status: int = 400) -> None:
+        self.reason = reason
+        self.status = status
+        super().__init__(reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A decoded ExtenderArgs: the pod, the candidate names, and the raw parts to key caches by."""
+
+    pod: Pod
+    pod_raw: bytes
+    names: list[str] | None  # None: not decoded, because the NodeNames bytes were recognised
+    names_raw: bytes  # the NodeNames array as sent (b"" when the request carried Nodes)
+    node_items: list[msgspec.Raw] | None  # the Nodes items as sent, when the request carried Nodes
+
+
+_envelope = msgspec.json.Decoder(_Envelope)
+_names = msgspec.json.Decoder(list[str])
+_node_list = msgspec.json.Decoder(NodeList)
+_named = msgspec.json.Decoder(NamedObject)
+_pod = msgspec.json.Decoder(decode.RawPod)
+
+
+def _where(error: msgspec.ValidationError, field: str) -> str:
+    """msgspec's "… - at `$.a.b`" message, with the path rooted at the ExtenderArgs field."""
+    message, _, path = str(error).partition(" - at `$")
+    return f"{field}{path.rstrip('`')}: {message}" if path else f"{field}: {message}"
+
+
+def decode_envelope(body: bytes) -> tuple[bytes, bytes | None, bytes | None]:
+    """(Pod, Nodes, NodeNames) as raw JSON; a body that is not an ExtenderArgs object is a RequestError."""
+    try:
+        envelope = _envelope.decode(body)
+    except msgspec.ValidationError as err:
+        raise RequestError(f"body is not an ExtenderArgs object: {_where(err, '$')}") from None
+    except msgspec.DecodeError as err:
+        raise RequestError(f"body is not valid JSON: {err}") from None
+    pod, nodes, names = (_present(part) for part in (envelope.Pod, envelope.Nodes, envelope.NodeNames))
+    if pod is None:
+        raise RequestError("ExtenderArgs.Pod is missing or null")
+    if names is None and nodes is None:
+        raise RequestError("ExtenderArgs carries neither NodeNames nor Nodes")
+    return pod, nodes, names
+
+
+def _present(part: msgspec.Raw) -> bytes | None:
+    raw = bytes(part)
+    return None if raw == b"null" else raw
+
+
+def decode_pod(raw: bytes) -> Pod:
+    """The pod being scheduled, as the planner's record; bad fields name their path."""
+    try:
+        pod = decode.pod_from_raw(_pod.decode(raw))
+    except msgspec.ValidationError as err:
+        raise RequestError(_where(err, "Pod")) from None
+    except msgspec.DecodeError as err:  # cannot happen for a part the envelope parsed; kept for safety
+        raise RequestError(f"Pod: {err}") from None
+    except decode.DecodeError as err:
+        raise RequestError(f"Pod.{err.field}: {err.message}" if err.field else f"Pod: {err.message}") from None
+    if not pod.name:
+        raise RequestError("Pod.metadata.name: required")
+    return pod
+
+
+def decode_names(raw: bytes) -> list[str]:
+    try:
+        names = _names.decode(raw)
+    except msgspec.ValidationError as err:
+        raise RequestError(_where(err, "NodeNames")) from None
+    if not all(names):
+        raise RequestError("NodeNames: a node name is empty")
+    return names
+
+
+def decode_nodes(raw: bytes) -> tuple[list[str], list[msgspec.Raw]]:
+    """Names and raw items of a v1.NodeList (sent when the extender is not nodeCacheCapable)."""
+    try:
+        items = _node_list.decode(raw).items or []
+        names = [_named.decode(item).metadata.name for item in items]
+    except msgspec.ValidationError as err:
+        raise RequestError(_where(err, "Nodes")) from None
+    if not all(names):
+        raise RequestError("Nodes.items: a node has no metadata.name")
+    return names, items

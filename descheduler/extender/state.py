@@ -1,0 +1,154 @@
+"""What the extender decides on between two refreshes, and the pods assumed since the last one.
+
+A `ClusterState` is built once per refresh, off the request path: the node table, a view that
+assumed bindings are written into, and every per-node piece of a response already JSON-encoded,
+so answering a request is NumPy indexing and one `bytes.join`, never a loop over nodes in Python.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from descheduler.extender.decisions import NodeFacts
+from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
+from descheduler.model import Pod
+from descheduler.scheduling.table import IntArray, NodeTable
+from descheduler.scheduling.view import ClusterView
+
+ObjectArray = npt.NDArray[np.object_]
+
+CANDIDATE_CACHE_SIZE = 64
+INCOMING_POD_LOADS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The node names of one request as table rows; names the table does not know are kept apart."""
+
+    rows: IntArray  # table row of each known name, in request order
+    positions: IntArray | None  # where each known name sits in the request (None: every name is known)
+    unknown: tuple[tuple[int, bytes], ...] = ()  # (position, JSON-quoted name) of names the table lacks
+    size: int = 0
+
+
+class ClusterState:
+    """One refresh: the table, the view bindings are assumed into, and pre-encoded response pieces."""
+
+    def __init__(self, table: NodeTable, generation: Hashable, taken_at: float) -> None:
+        self.table = table
+        self.view = ClusterView(table)
+        self.facts = NodeFacts.of(table)
+        self.generation = generation
+        self.taken_at = taken_at  # monotonic time the snapshot was read
+        quoted = [msgspec.json.encode(name) for name in table.names]
+        # `"name"` for NodeNames, `,"name":` for a FailedNodes entry, a whole HostPriority per score.
+        self.quoted: ObjectArray = _objects(quoted)
+        self.keyed: ObjectArray = _objects([b"," + q + b":" for q in quoted])
+        scores = [str(s).encode() + b"}" for s in range(MAX_EXTENDER_PRIORITY + 1)]
+        self.hosts: ObjectArray = _objects(
+            [b'{"Host":' + q + b',"Score":' + s for q in quoted for s in scores]
+        ).reshape(len(quoted), len(scores))
+        self._candidates: OrderedDict[bytes, Candidates] = OrderedDict()
+        self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
+
+    def candidates(self, names_raw: bytes, names: list[str] | None) -> Candidates | None:
+        """Rows for a NodeNames array: from the cache when these exact bytes were seen, else from `names`."""
+        found = self._candidates.get(names_raw) if names_raw else None
+        if found is not None or names is None:
+            return found
+        index = self.table.index
+        looked = list(map(index.get, names))
+        if None not in looked:
+            found = Candidates(np.array(looked, dtype=np.int64), None, (), len(names))
+        else:
+            positions = [i for i, row in enumerate(looked) if row is not None]
+            unknown = tuple((i, msgspec.json.encode(names[i])) for i, row in enumerate(looked) if row is None)
+            rows = np.array([looked[i] for i in positions], dtype=np.int64)
+            found = Candidates(rows, np.array(positions, dtype=np.int64), unknown, len(names))
+        self.remember(names_raw, found)
+        return found
+
+    def remember(self, names_raw: bytes, candidates: Candidates) -> None:
+        """Keep the rows of a NodeNames array (a filter's answer is the next prioritize's question)."""
+        if not names_raw:
+            return
+        self._candidates[names_raw] = candidates
+        self._candidates.move_to_end(names_raw)
+        while len(self._candidates) > CANDIDATE_CACHE_SIZE:
+            self._candidates.popitem(last=False)
+
+    def asked_about(self, pod: Pod) -> None:
+        """Bound the table's per-pod load cache for pods that are not in the snapshot (one per request)."""
+        table = self.table
+        if pod.key in table.pod_rows:
+            return
+        seen = self._incoming.get(pod.key)
+        if seen is not None and seen != pod.uid:
+            table.pod_loads.pop(pod.key, None)  # a new pod under an old name: do not reuse its load
+        self._incoming[pod.key] = pod.uid
+        self._incoming.move_to_end(pod.key)
+        while len(self._incoming) > INCOMING_POD_LOADS:
+            key, _ = self._incoming.popitem(last=False)
+            if key not in self.view.location:
+                table.pod_loads.pop(key, None)
+
+
+def _objects(items: list[bytes]) -> ObjectArray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Assumed:
+    pod: Pod
+    node: str
+    observed_at: float  # monotonic
+
+
+class AssumedPods:
+    """Pods seen bound after the current table's snapshot was read: until a snapshot includes them,
+    their requests and estimated usage count on their node (scheduling-core.md §4), so a burst of
+    pods does not all land on the node that looked coolest a second ago."""
+
+    def __init__(self, ttl: float = 300.0) -> None:
+        self.ttl = ttl
+        self._entries: dict[str, Assumed] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, pod: Pod, node: str, at: float, state: ClusterState | None) -> None:
+        """Record a binding and, when the state does not know it yet, place the pod in its view."""
+        if state is not None and pod.key in state.table.pod_rows:
+            return  # the snapshot already counts it
+        self._entries[pod.key] = Assumed(pod, node, at)
+        if state is not None:
+            _place(state, pod, node)
+
+    def carry_over(self, state: ClusterState, now: float) -> None:
+        """Apply to a new state the bindings its snapshot does not show yet; forget the rest.
+
+        An entry is forgotten when the snapshot counts the pod, when the binding was observed
+        before the snapshot was read and the snapshot still does not show it (the pod is gone), or
+        after `ttl`.
+        """
+        keep: dict[str, Assumed] = {}
+        bound = state.table.pod_rows
+        for key, entry in self._entries.items():
+            if key in bound or entry.observed_at < state.taken_at or now - entry.observed_at > self.ttl:
+                continue
+            keep[key] = entry
+            _place(state, entry.pod, entry.node)
+        self._entries = keep
+
+
+def _place(state: ClusterState, pod: Pod, node: str) -> None:
+    if node in state.table.index and pod.key not in state.view.location:
+        state.view.place(pod, node)
