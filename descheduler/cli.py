@@ -13,6 +13,7 @@ import typer
 
 from descheduler import __version__
 from descheduler.errors import ClusterUnreachableError, InputError
+from descheduler.kube.cli import ContextOption, KubeconfigOption, plan_snapshot, snapshot_app
 from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
 from descheduler.sim.cli import sim_app
 
@@ -26,6 +27,7 @@ app = typer.Typer(
 policy_app = typer.Typer(help="Check and describe policy files.", no_args_is_help=True)
 app.add_typer(policy_app, name="policy")
 app.add_typer(sim_app, name="sim")
+app.add_typer(snapshot_app, name="snapshot")
 
 
 class Output(StrEnum):
@@ -63,16 +65,24 @@ def plan(
         str | None, typer.Option("--now", help="evaluation time, RFC 3339 (default: the snapshot's time)")
     ] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="report format")] = Output.table,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
 ) -> None:
-    """One planning cycle, no side effects: what would move and why, what would not and why not."""
+    """One planning cycle, no side effects: what would move and why, what would not and why not.
+
+    On a snapshot file (--snapshot), the demo (--demo), or a live cluster (--kubeconfig/--context)."""
     from descheduler.planner import plan_cycle
     from descheduler.report import render
     from descheduler.snapshot import load_snapshot
 
-    if (snapshot is None) == (not demo):
-        raise InputError("give exactly one of --snapshot PATH or --demo")
+    live = kubeconfig is not None or context is not None
+    if (snapshot is not None) + demo + live != 1:
+        raise InputError("give exactly one of --snapshot PATH, --demo, or --kubeconfig FILE [--context NAME]")
     loaded_policy = load_policy(policy) if policy is not None else default_policy()
-    loaded = load_snapshot(snapshot if snapshot is not None else demo_snapshot_path(), now=_parse_now(now))
+    if live:
+        loaded = plan_snapshot(kubeconfig, context, loaded_policy, _parse_now(now))
+    else:
+        loaded = load_snapshot(snapshot if snapshot is not None else demo_snapshot_path(), now=_parse_now(now))
     result, _ = plan_cycle(loaded, loaded_policy)
     sys.stdout.write(render(result, output.value))
 

@@ -1,0 +1,60 @@
+"""`descheduler snapshot save`, and the live-cluster branch of `descheduler plan`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from descheduler.policy import Policy, default_policy, load_policy
+from descheduler.snapshot import Snapshot
+
+snapshot_app = typer.Typer(help="Save a live cluster's state as a snapshot file.", no_args_is_help=True)
+
+KubeconfigOption = Annotated[
+    Path | None,
+    typer.Option("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)"),
+]
+ContextOption = Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: the current one)")]
+
+
+def _quiet_logs() -> None:
+    """Logs to stderr, warnings and up: stdout is the command's output."""
+    from descheduler.controller.logs import configure_logging
+
+    configure_logging("warning")
+
+
+def plan_snapshot(kubeconfig: Path | None, context: str | None, policy: Policy, now: datetime | None) -> Snapshot:
+    """The Snapshot `plan --kubeconfig` plans on: the cluster listed once, and one load reading."""
+    from descheduler.kube.live import cluster, read_snapshot
+
+    _quiet_logs()
+    with cluster(kubeconfig, context) as client:
+        return read_snapshot(client, policy, now or datetime.now(UTC))
+
+
+@snapshot_app.command("save")
+def save(
+    path: Annotated[Path, typer.Argument(help="file to write (.yaml, .yml or .json)")],
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    policy: Annotated[
+        Path | None, typer.Option("--policy", "-p", help="policy file: its loadSource says where load is read")
+    ] = None,
+) -> None:
+    """Write the cluster's nodes, pods, workloads, PDBs, quotas, our objects and one load reading to
+    PATH, stamped with the time read, so `descheduler plan --snapshot PATH` replays this moment."""
+    from descheduler.kube.live import cluster, save_snapshot
+
+    _quiet_logs()
+    loaded = load_policy(policy) if policy is not None else default_policy()
+    now = datetime.now(UTC)
+    with cluster(kubeconfig, context) as client:
+        saved = save_snapshot(client, loaded, path, now)
+    for warning in saved.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    counts = ", ".join(f"{n} {kind}" for kind, n in sorted(saved.counts.items()))
+    typer.echo(f"{saved.path}: {counts or 'no objects'} at {now.isoformat().replace('+00:00', 'Z')}", err=True)
