@@ -1,0 +1,256 @@
+"""The API calls the executor and the migration controller make, and what their failures mean.
+
+Thin over the official client: raw JSON in and out (our CRDs as dicts, pods decoded into the
+narrow `Pod` record), and every failure turned into one `ApiFailure` that says whether it is a
+conflict, a refusal by a disruption budget, throttling, permanent or worth retrying.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kubernetes import client
+from urllib3.exceptions import HTTPError
+
+from descheduler import decode
+from descheduler.migration.objects import GROUP, JOBS, RESERVATIONS, VERSION
+from descheduler.model import Pod
+
+TIMEOUT: Final = (5.0, 30.0)  # connect, read (seconds)
+PAGE_SIZE: Final = 500
+_MULTIPLE_PDBS: Final = "more than one poddisruptionbudget"
+_PDB_MESSAGE: Final = "disruption budget"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiFailure(Exception):
+    """A failed call: HTTP status (0 when the server was not reached), reason, message, hints."""
+
+    status: int
+    reason: str
+    message: str
+    retry_after: float | None = None
+    causes: tuple[str, ...] = ()
+    verb: str = ""
+    target: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.verb} {self.target}: " if self.verb else ""
+        code = f"{self.status} {self.reason}".strip() if self.status else "unreachable"
+        return f"{where}{code}: {self.message}"
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        """Stale resourceVersion or failed precondition: re-read and decide again."""
+        return self.status == 409 and self.reason != "AlreadyExists"
+
+    @property
+    def already_exists(self) -> bool:
+        return self.status == 409 and self.reason == "AlreadyExists"
+
+    @property
+    def disruption_budget(self) -> bool:
+        """An eviction refused because a PodDisruptionBudget allows no disruption now ("not now")."""
+        if self.status != 429:
+            return False
+        return "DisruptionBudget" in self.causes or _PDB_MESSAGE in self.message.lower()
+
+    @property
+    def throttled(self) -> bool:
+        """API priority and fairness or a rate limit: wait Retry-After and try again."""
+        return self.status == 429 and not self.disruption_budget
+
+    @property
+    def multiple_budgets(self) -> bool:
+        """The eviction API cannot evict a pod that more than one PDB selects: permanent for this pod."""
+        return self.status == 500 and _MULTIPLE_PDBS in self.message.lower()
+
+    @property
+    def transient(self) -> bool:
+        """Worth retrying the same call later."""
+        if self.multiple_budgets:
+            return False
+        return self.status == 0 or self.status == 429 or self.status >= 500 or self.status == 409
+
+
+def _failure(err: Exception, verb: str, target: str) -> ApiFailure:
+    if isinstance(err, client.ApiException):
+        status = int(err.status or 0)
+        reason, message = str(err.reason or ""), ""
+        causes: tuple[str, ...] = ()
+        retry_after: float | None = None
+        try:
+            body = json.loads(err.body) if err.body else {}
+        except (TypeError, ValueError):
+            body = {}
+        if isinstance(body, dict):
+            reason = str(body.get("reason") or ("" if body.get("kind") == "Status" else reason))
+            message = str(body.get("message") or "")
+            details = body.get("details") or {}
+            if isinstance(details, dict):
+                causes = tuple(str(c.get("reason") or "") for c in details.get("causes") or () if isinstance(c, dict))
+                if details.get("retryAfterSeconds"):
+                    retry_after = float(details["retryAfterSeconds"])
+        header = (err.headers or {}).get("Retry-After") if err.headers is not None else None
+        if header:
+            with contextlib.suppress(ValueError):
+                retry_after = float(header)
+        return ApiFailure(status, reason, message or str(err.reason or ""), retry_after, causes, verb, target)
+    return ApiFailure(0, "", f"{type(err).__name__}: {err}", None, (), verb, target)
+
+
+class MigrationApi:
+    """The calls the migration code makes, with a timeout on each; raises ApiFailure."""
+
+    def __init__(self, api_client: Any) -> None:
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+
+    def _call(self, verb: str, target: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, _request_timeout=TIMEOUT, **kwargs)
+        except (client.ApiException, HTTPError, OSError) as err:
+            raise _failure(err, verb, target) from None
+
+    # -- our objects ------------------------------------------------------------------------
+
+    def list_objects(self, plural: str, label_selector: str = "") -> list[dict[str, Any]]:
+        return list(self._pages(plural, label_selector))
+
+    def _pages(self, plural: str, label_selector: str) -> Iterator[dict[str, Any]]:
+        token = ""
+        while True:
+            kwargs: dict[str, Any] = {"limit": PAGE_SIZE}
+            if token:
+                kwargs["_continue"] = token
+            if label_selector:
+                kwargs["label_selector"] = label_selector
+            page = self._call("list", plural, self.custom.list_cluster_custom_object, GROUP, VERSION, plural, **kwargs)
+            yield from page.get("items") or ()
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return
+
+    def get_object(self, plural: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = self._call(
+                "get", f"{plural}/{name}", self.custom.get_cluster_custom_object, GROUP, VERSION, plural, name
+            )
+        except ApiFailure as failure:
+            if failure.not_found:
+                return None
+            raise
+        return obj
+
+    def create_object(self, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["metadata"]["name"]
+        created: dict[str, Any] = self._call(
+            "create", f"{plural}/{name}", self.custom.create_cluster_custom_object, GROUP, VERSION, plural, body
+        )
+        return created
+
+    def write_status(self, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Replace the status subresource; the object's resourceVersion makes a stale write a 409."""
+        name = obj["metadata"]["name"]
+        written: dict[str, Any] = self._call(
+            "update",
+            f"{plural}/{name}/status",
+            self.custom.replace_cluster_custom_object_status,
+            GROUP,
+            VERSION,
+            plural,
+            name,
+            obj,
+        )
+        return written
+
+    def delete_object(self, plural: str, name: str, uid: str = "") -> bool:
+        """Delete (only the object with this UID, when given); False when it was already gone."""
+        body: dict[str, Any] = {"propagationPolicy": "Background"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            self._call(
+                "delete",
+                f"{plural}/{name}",
+                self.custom.delete_cluster_custom_object,
+                GROUP,
+                VERSION,
+                plural,
+                name,
+                body=body,
+            )
+        except ApiFailure as failure:
+            if failure.not_found:
+                return False
+            raise
+        return True
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        return self.list_objects(JOBS)
+
+    def list_reservations(self, label_selector: str = "") -> list[dict[str, Any]]:
+        return self.list_objects(RESERVATIONS, label_selector)
+
+    # -- pods -------------------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> tuple[dict[str, Any], Pod] | None:
+        """The pod as raw JSON and as the planner's record; None when it does not exist."""
+        try:
+            response = self._call(
+                "get",
+                f"pods/{namespace}/{name}",
+                self.core.read_namespaced_pod,
+                name,
+                namespace,
+                _preload_content=False,
+            )
+        except ApiFailure as failure:
+            if failure.not_found:
+                return None
+            raise
+        raw: dict[str, Any] = json.loads(response.data)
+        return raw, decode.pod_from_raw(decode.convert(raw, decode.RawPod))
+
+    def evict_pod(self, namespace: str, name: str, uid: str) -> None:
+        """policy/v1 Eviction of exactly this pod (UID precondition): respects PodDisruptionBudgets."""
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        # Raw response: the client's model of the eviction reply is not what the server sends back.
+        self._call(
+            "create",
+            f"pods/{namespace}/{name}/eviction",
+            self.core.create_namespaced_pod_eviction,
+            name,
+            namespace,
+            body,
+            _preload_content=False,
+        )
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """A plain DELETE with the pod's own grace period (explicit opt-in: ignores PDBs)."""
+        body: dict[str, Any] = {}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        self._call(
+            "delete",
+            f"pods/{namespace}/{name}",
+            self.core.delete_namespaced_pod,
+            name,
+            namespace,
+            body=body,
+            _preload_content=False,
+        )

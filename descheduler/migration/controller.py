@@ -1,0 +1,926 @@
+"""The migration controller: drives every PodMigrationJob to an end (migration.md §3–6).
+
+The API objects are the only state that matters: each pass lists the jobs and Reservations,
+admits waiting jobs by the limits counted from those jobs, and takes each running job one or more
+idempotent steps further. Every step is keyed by the job (the Reservation is named after it, the
+eviction carries the pod's UID), so a controller that starts fresh — after a crash, or as a new
+leader — continues every job where the last one stopped, without a second eviction.
+
+Memory holds only what is safe to lose: retry backoff and the eviction call rate.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import structlog
+
+from descheduler import decode, metrics
+from descheduler.durations import format_duration
+from descheduler.events import EventRecorder, EventType, ObjectRef
+from descheduler.evictor import hard_refusal
+from descheduler.migration.api import ApiFailure, MigrationApi
+from descheduler.migration.arbiter import JobFacts, Verdict, WorkloadFacts, arbitrate, cooling_sources
+from descheduler.migration.limits import TokenBucket
+from descheduler.migration.objects import (
+    ANNOTATION_CYCLE,
+    ANNOTATION_SOURCE_NODE,
+    ANNOTATION_WORKLOAD,
+    ANNOTATION_WORKLOAD_UID,
+    JOBS,
+    LABEL_JOB,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    RESERVATIONS,
+    TERMINAL_PHASES,
+    JobPhase,
+    ObjectError,
+    PodMigrationJob,
+    PodMigrationJobStatus,
+    PodReference,
+    Reservation,
+    ReservationReference,
+    WorkloadReference,
+    format_time,
+    parse_job,
+    parse_reservation,
+)
+from descheduler.migration.records import (
+    condition_time,
+    owner_uid,
+    reservation_body,
+    reservation_name,
+    with_condition,
+    without_conditions,
+)
+from descheduler.migration.targets import Placement
+from descheduler.model import ANNOTATION_DELETION_COST, Pod
+from descheduler.policy import Policy
+from descheduler.priority import BAND_RANK, priority_band
+from descheduler.snapshot import Snapshot
+
+log = structlog.get_logger(__name__)
+
+MAX_STEPS_PER_PASS: Final = 12
+CONFLICT_RETRIES: Final = 3
+_PHASE_EVENTS: Final[dict[str, tuple[EventType, str]]] = {
+    "Running": ("Normal", "MigrationStarted"),
+    "Succeeded": ("Normal", "MigrationSucceeded"),
+    "Failed": ("Warning", "MigrationFailed"),
+    "Aborted": ("Warning", "MigrationAborted"),
+}
+_RESULTS: Final = {"Succeeded": "succeeded", "Failed": "failed", "Aborted": "aborted"}
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Exponential delays between retries of one job's step: base · 2^(attempt−1), at most `limit`."""
+
+    base: timedelta = timedelta(seconds=1)
+    limit: timedelta = timedelta(minutes=1)
+
+    def delay(self, attempt: int) -> timedelta:
+        delay: timedelta = self.base * (2 ** max(0, min(attempt - 1, 20)))
+        return min(self.limit, delay)
+
+
+@dataclass(slots=True)
+class _Retry:
+    attempts: int
+    not_before: datetime
+
+
+@dataclass(slots=True)
+class JobHandle:
+    """A job as read from the API (raw, so writes keep fields we do not model) and as parsed."""
+
+    raw: dict[str, Any]
+    job: PodMigrationJob
+
+    def refresh(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self.job = parse_job(raw)
+
+    @property
+    def uid(self) -> str:
+        return self.job.metadata.uid or self.job.name
+
+
+class _Gone(Exception):
+    """The job was deleted while we worked on it."""
+
+
+@dataclass(slots=True)
+class _Pass:
+    """What one reconcile pass has read, shared by its steps."""
+
+    now: datetime
+    policy: Policy
+    handles: list[JobHandle]
+    reservations: list[dict[str, Any]]
+    snapshot_source: Callable[[], Snapshot]
+    _snapshot: Snapshot | None = None
+    _snapshot_read: bool = False
+    _placement: Placement | None = None
+    cooling: set[str] | None = None  # nodes that were a source within the cooldown
+
+    def snapshot(self) -> Snapshot | None:
+        if not self._snapshot_read:
+            self._snapshot_read = True
+            try:
+                self._snapshot = self.snapshot_source()
+            except Exception as err:  # the cache may not be synced yet: wait for the next pass
+                log.warning("no cluster snapshot for this pass; admissions and placements wait", error=str(err))
+        return self._snapshot
+
+    def placement(self) -> Placement | None:
+        if self._placement is None:
+            snapshot = self.snapshot()
+            if snapshot is None:
+                return None
+            placing = {
+                h.job.name
+                for h in self.handles
+                if h.job.spec.mode == "ReservationFirst"
+                and h.job.status.phase in ("Pending", "Running")
+                and not h.job.status.has("ReservationCreated")
+            }
+            live = []
+            for raw in self.reservations:
+                try:
+                    live.append(decode.reservation_from_raw(decode.convert(raw, decode.RawReservation)))
+                except decode.DecodeError as err:
+                    log.warning("ignoring an unreadable Reservation", name=raw["metadata"].get("name"), error=str(err))
+            self._placement = Placement(snapshot, self.policy.scheduling, reservations=live, placing=placing)
+        return self._placement
+
+
+def importance(pod: Pod | None) -> tuple[int, ...]:
+    """Lower is less important and moves first: priority band, priority, pod-deletion-cost."""
+    if pod is None:
+        return (-1,)
+    try:
+        cost = int(pod.annotations.get(ANNOTATION_DELETION_COST, "0"))
+    except ValueError:
+        cost = 0
+    return (BAND_RANK[priority_band(pod)], pod.priority or 0, cost)
+
+
+class MigrationController:
+    """`reconcile_once()` is one pass over every job, then the orphan sweeper and job retention;
+    `run(stop, period)` repeats it until `stop` is set."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        policy: Callable[[], Policy],
+        snapshot: Callable[[], Snapshot],
+        clock: Callable[[], datetime],
+        recorder: EventRecorder | None = None,
+        *,
+        backoff: Backoff | None = None,
+        budget_backoff: Backoff | None = None,
+    ) -> None:
+        """`backoff` paces retries after API errors; `budget_backoff` retries after a
+        PodDisruptionBudget said "not now" (default 5 s doubling to 1 min)."""
+        self.api = MigrationApi(api_client)
+        self.policy = policy
+        self.snapshot = snapshot
+        self.clock = clock
+        self.recorder = recorder
+        self.backoff = backoff or Backoff()
+        self.budget_backoff = budget_backoff or Backoff(timedelta(seconds=5), timedelta(minutes=1))
+        self._retries: dict[str, _Retry] = {}
+        self._evictions: TokenBucket | None = None
+        self._eviction_rate: tuple[float, int] | None = None
+
+    # ------------------------------------------------------------------------------ the loop
+
+    def run(self, stop: threading.Event, period: float = 2.0) -> None:
+        """Reconcile every `period` seconds until `stop` is set; one failing pass never ends the loop."""
+        while not stop.is_set():
+            try:
+                self.reconcile_once()
+            except Exception:
+                log.exception("migration reconcile pass failed")
+            stop.wait(period)
+
+    def reconcile_once(self) -> None:
+        now = self.clock()
+        policy = self.policy()
+        try:
+            # Reservations first: every Reservation of ours then has its job in the list that follows.
+            reservations = self.api.list_reservations(f"{MANAGED_BY_LABEL}={MANAGED_BY}")
+            raw_jobs = self.api.list_jobs()
+        except ApiFailure as failure:
+            log.warning("cannot list migration jobs; nothing done this pass", error=str(failure))
+            return
+        handles: list[JobHandle] = []
+        invalid: list[dict[str, Any]] = []
+        for raw in raw_jobs:
+            try:
+                handles.append(JobHandle(raw, parse_job(raw)))
+            except ObjectError as err:
+                invalid.append(raw)
+                self._reject(raw, err, now)
+        ctx = _Pass(now, policy, handles, reservations, self.snapshot)
+        self._refresh_eviction_rate(policy)
+        for handle in sorted((h for h in handles if h.job.status.phase == "Running"), key=lambda h: h.job.name):
+            self._drive(handle, ctx)
+        self._admit([h for h in handles if h.job.status.phase == "Pending"], ctx)
+        self._sweep(ctx)
+        self._retire(ctx)
+        self._publish(handles, invalid)
+        live = {h.uid for h in handles}
+        self._retries = {uid: r for uid, r in self._retries.items() if uid in live}
+
+    # ------------------------------------------------------------------------------ helpers
+
+    def _refresh_eviction_rate(self, policy: Policy) -> None:
+        rate = (policy.migration.evict_qps, policy.migration.evict_burst)
+        if rate != self._eviction_rate:
+            self._evictions = TokenBucket(*rate)
+            self._eviction_rate = rate
+
+    def _log(self, job: PodMigrationJob) -> Any:
+        ref = job.spec.pod_ref
+        return log.bind(
+            job=job.name,
+            pod=f"{ref.namespace}/{ref.name}",
+            node=job.status.source_node or job.metadata.annotations.get(ANNOTATION_SOURCE_NODE, ""),
+            target=job.status.target_node or job.spec.target_node,
+            strategy=job.spec.strategy,
+            reason=job.spec.reason,
+        )
+
+    def _event(self, job: PodMigrationJob, event_type: EventType, reason: str, message: str) -> None:
+        if self.recorder is not None:
+            ref = ObjectRef("PodMigrationJob", job.name, uid=job.metadata.uid, api_version=job.api_version)
+            self.recorder.record(ref, event_type, reason, message)
+
+    def _due(self, handle: JobHandle, now: datetime) -> bool:
+        retry = self._retries.get(handle.uid)
+        return retry is None or now >= retry.not_before
+
+    def _retry_later(self, handle: JobHandle, now: datetime, backoff: Backoff, at_least: float | None = None) -> None:
+        retry = self._retries.get(handle.uid)
+        attempts = (retry.attempts if retry else 0) + 1
+        delay = backoff.delay(attempts)
+        if at_least is not None:
+            delay = max(delay, timedelta(seconds=at_least))
+        self._retries[handle.uid] = _Retry(attempts, now + delay)
+
+    def _progressed(self, handle: JobHandle) -> None:
+        self._retries.pop(handle.uid, None)
+
+    def _write(self, handle: JobHandle, status: PodMigrationJobStatus) -> None:
+        body = dict(handle.raw)
+        body["status"] = status.wire()
+        handle.refresh(self.api.write_status(JOBS, body))
+
+    def _note(self, handle: JobHandle, reason: str, message: str) -> None:
+        """Say in the status why the job is waiting (written only when it changes)."""
+        status = handle.job.status
+        if status.reason == reason and status.message == message:
+            return
+        self._write(handle, status.model_copy(update={"reason": reason, "message": message}))
+        self._log(handle.job).info("migration job waiting", why=reason, detail=message)
+
+    def _set_phase(
+        self,
+        handle: JobHandle,
+        phase: JobPhase,
+        reason: str,
+        message: str,
+        now: datetime,
+        status: PodMigrationJobStatus | None = None,
+    ) -> None:
+        """Change phase, then say so (Event, log, metric); a terminal phase releases the Reservation."""
+        base = status or handle.job.status
+        update: dict[str, Any] = {"phase": phase, "reason": reason, "message": message}
+        if phase == "Running" and base.start_time is None:
+            update["start_time"] = now
+        if phase in TERMINAL_PHASES:
+            update["completion_time"] = now
+        self._write(handle, base.model_copy(update=update))
+        job = handle.job
+        event_type, event_reason = _PHASE_EVENTS[phase]
+        self._event(job, event_type, event_reason, f"{reason}: {message}" if message else reason)
+        bound = self._log(job)
+        if phase in TERMINAL_PHASES:
+            metrics.MIGRATIONS.labels(job.spec.strategy or "unknown", _RESULTS[phase]).inc()
+            self._release(job)
+            self._retries.pop(handle.uid, None)
+            (bound.info if phase == "Succeeded" else bound.warning)(
+                f"migration job {phase.lower()}", why=reason, detail=message
+            )
+        else:
+            bound.info("migration job started", why=reason, detail=message)
+
+    def _release(self, job: PodMigrationJob) -> None:
+        """Delete the job's Reservation (the sweeper retries when this fails)."""
+        if job.spec.mode != "ReservationFirst":
+            return
+        try:
+            if self.api.delete_object(RESERVATIONS, reservation_name(job)):
+                self._log(job).info("reservation released")
+        except ApiFailure as failure:
+            self._log(job).warning("could not delete the reservation; the sweeper will", error=str(failure))
+
+    def _live_pod(self, job: PodMigrationJob) -> tuple[tuple[dict[str, Any], Pod] | None, str]:
+        """The job's pod if it is still the same pod and not on its way out, else (None, why)."""
+        ref = job.spec.pod_ref
+        got = self.api.get_pod(ref.namespace, ref.name)
+        if got is None:
+            return None, f"pod {ref.namespace}/{ref.name} no longer exists"
+        pod = got[1]
+        uid = job.status.pod_uid or ref.uid
+        if uid and pod.uid != uid:
+            return None, f"pod {ref.namespace}/{ref.name} was replaced (UID {pod.uid}, expected {uid})"
+        if pod.deleting:
+            return None, f"pod {ref.namespace}/{ref.name} is being deleted"
+        if pod.terminal:
+            return None, f"pod {ref.namespace}/{ref.name} has finished ({pod.phase})"
+        return got, ""
+
+    # ------------------------------------------------------------------------------ driving a job
+
+    def _drive(self, handle: JobHandle, ctx: _Pass) -> None:
+        """Take the job as far as it can go now; a conflict re-reads the job and decides again."""
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                for _ in range(MAX_STEPS_PER_PASS):
+                    if not self._step(handle, ctx):
+                        break
+                return
+            except ApiFailure as failure:
+                if failure.conflict:
+                    try:
+                        fresh = self.api.get_object(JOBS, handle.job.name)
+                    except ApiFailure as again:
+                        self._failed_step(handle, ctx, again)
+                        return
+                    if fresh is None:
+                        return
+                    handle.refresh(fresh)
+                    continue
+                self._failed_step(handle, ctx, failure)
+                return
+            except (decode.DecodeError, ObjectError) as err:
+                # Never act on data that could not be read: wait and read again.
+                self._log(handle.job).warning("cannot read an object this job needs", error=str(err))
+                self._retry_later(handle, ctx.now, self.backoff)
+                return
+            except Exception:
+                self._log(handle.job).exception("migration step failed unexpectedly")
+                self._retry_later(handle, ctx.now, self.backoff)
+                return
+        self._retry_later(handle, ctx.now, self.backoff)
+
+    def _failed_step(self, handle: JobHandle, ctx: _Pass, failure: ApiFailure) -> None:
+        self._log(handle.job).warning("migration step failed; will retry", error=str(failure))
+        self._retry_later(handle, ctx.now, self.backoff, failure.retry_after)
+
+    def _step(self, handle: JobHandle, ctx: _Pass) -> bool:
+        """One step; True when it moved the job on and the next step may follow at once."""
+        job = handle.job
+        if job.terminal:
+            return False
+        deadline = job.deadline
+        if deadline is not None and ctx.now >= deadline:
+            self._expire(handle, ctx)
+            return False
+        if job.status.phase != "Running":
+            return False
+        if not self._due(handle, ctx.now):
+            return False
+        status = job.status
+        if job.spec.mode == "EvictDirectly":
+            if not status.has("Evicted"):
+                return self._evict(handle, ctx)
+            self._set_phase(handle, "Succeeded", "Evicted", "the pod was evicted (EvictDirectly)", ctx.now)
+            return False
+        if not status.has("ReservationCreated"):
+            return self._reserve(handle, ctx)
+        if not status.has("Evicted"):
+            return self._evict(handle, ctx)
+        if not status.has("ReplacementBound"):
+            return self._await_bound(handle, ctx)
+        return self._await_ready(handle, ctx)
+
+    def _expire(self, handle: JobHandle, ctx: _Pass) -> None:
+        """TTL exceeded: Aborted when the pod was not evicted (pod untouched), else Failed Timeout."""
+        job = handle.job
+        ttl = format_time(job.deadline) if job.deadline else ""
+        evicted = job.status.has("Evicted")
+        could_have = job.status.phase == "Running" and (
+            job.spec.mode == "EvictDirectly" or job.status.has("ReservationCreated")
+        )
+        if not evicted and could_have:
+            # A controller that evicted and then stopped before recording it: the pod says so.
+            got, _ = self._live_pod(job)
+            evicted = got is None
+        if evicted:
+            target = job.status.target_node or job.spec.target_node
+            where = f" on node {target}" if target else ""
+            message = f"the pod was evicted but its replacement was not bound and Ready{where} by {ttl}"
+            self._set_phase(handle, "Failed", "Timeout", message, ctx.now)
+        else:
+            message = f"not done within its ttl of {format_duration(job.spec.ttl)} (by {ttl}); the pod was not touched"
+            self._set_phase(handle, "Aborted", "Timeout", message, ctx.now)
+
+    def _reserve(self, handle: JobHandle, ctx: _Pass) -> bool:
+        job = handle.job
+        if job.spec.paused:
+            self._note(handle, "Paused", "spec.paused is set: no Reservation is made")
+            return False
+        got, why = self._live_pod(job)
+        if got is None:
+            self._set_phase(handle, "Failed", "MissingPod", why, ctx.now)
+            return False
+        raw_pod, pod = got
+        name = reservation_name(job)
+        existing = self.api.get_object(RESERVATIONS, name)
+        if existing is not None:
+            reservation = parse_reservation(existing)
+            theirs = owner_uid(existing)
+            if (theirs and theirs != job.metadata.uid) or not reservation.holds_room:
+                # Left by an earlier job of the same name, or its room is gone: start over.
+                self.api.delete_object(RESERVATIONS, name, existing["metadata"].get("uid", ""))
+                self._log(job).info("replaced a stale reservation", phase=reservation.status.phase)
+                return True
+            node, why = reservation.spec.node_name, "adopted the reservation made before"
+        else:
+            target = self._target(handle, pod, ctx)
+            if target is None:
+                return False
+            node, why = target
+            try:
+                existing = self.api.create_object(RESERVATIONS, reservation_body(job, pod, raw_pod, node, ctx.now))
+            except ApiFailure as failure:
+                if failure.already_exists:
+                    return True  # made by us a moment ago: the next step adopts it
+                raise
+            placement = ctx.placement()
+            if placement is not None:
+                placement.hold(pod, node)
+        if (existing.get("status") or {}).get("phase") != "Available":
+            existing = {**existing, "status": {**(existing.get("status") or {}), "phase": "Available"}}
+            self.api.write_status(RESERVATIONS, existing)
+        status = with_condition(
+            job.status, "ReservationCreated", ctx.now, reason="Created", message=f"Reservation {name} on node {node}"
+        )
+        status = with_condition(
+            status, "ReservationScheduled", ctx.now, reason="Available", message=why or f"node {node} fits the pod"
+        )
+        status = status.model_copy(
+            update={
+                "reservation_ref": ReservationReference(name=name),
+                "target_node": node,
+                "reason": "ReservationAvailable",
+                "message": f"room held on node {node}",
+            }
+        )
+        self._write(handle, status)
+        self._progressed(handle)
+        self._event(handle.job, "Normal", "ReservationCreated", f"Reservation {name} holds room on node {node}")
+        self._log(handle.job).info("reservation available", target=node, detail=why)
+        return True
+
+    def _target(self, handle: JobHandle, pod: Pod, ctx: _Pass) -> tuple[str, str] | None:
+        """The node to reserve on and a note on how it was chosen; None when the job must wait or failed."""
+        job = handle.job
+        placement = ctx.placement()
+        if placement is None:
+            self._note(handle, "WaitingForClusterState", "no snapshot of the cluster to check the target against")
+            return None
+        if ctx.cooling is None:
+            ctx.cooling = cooling_sources(self._all_facts(ctx), ctx.policy.migration.cooldown, ctx.now)
+        cooling = ctx.cooling
+        target = placement.choose(pod, job.spec.target_node, cooling)
+        if target.node is None:
+            if target.cooling:
+                self._note(handle, "TargetCooldown", target.why)
+                self._retry_later(handle, ctx.now, self.backoff)
+            else:
+                self._set_phase(handle, "Failed", "Unschedulable", f"no node can take the pod: {target.why}", ctx.now)
+            return None
+        if target.why:
+            self._log(job).info("planned target no longer fits; chose another", chosen=target.node, why=target.why)
+        return target.node, target.why
+
+    def _evict(self, handle: JobHandle, ctx: _Pass) -> bool:
+        job = handle.job
+        if job.spec.paused:
+            self._note(handle, "Paused", "spec.paused is set: the pod is not evicted")
+            return False
+        got, why = self._live_pod(job)
+        if got is None:
+            # Evicted by an earlier instance that stopped before recording it, or by someone else.
+            return self._mark_evicted(handle, ctx, "PodGone", f"{why}; not evicted again")
+        _, pod = got
+        if job.spec.mode == "ReservationFirst" and not self._room_still_held(handle, ctx):
+            return True
+        assert self._evictions is not None
+        if not self._evictions.take(ctx.now.timestamp()):
+            return False  # evictQPS/evictBurst: the next pass tries again
+        bound = self._log(job)
+        try:
+            if job.spec.eviction_policy == "Delete":
+                self.api.delete_pod(pod.namespace, pod.name, pod.uid)
+            else:
+                self.api.evict_pod(pod.namespace, pod.name, pod.uid)
+        except ApiFailure as failure:
+            return self._eviction_refused(handle, ctx, failure)
+        metrics.EVICTIONS.labels("success").inc()
+        verb = "Deleted" if job.spec.eviction_policy == "Delete" else "Evicted"
+        target = job.status.target_node
+        towards = f", target node {target}" if target else ""
+        message = (
+            f"{verb} by the descheduler ({job.spec.strategy or 'no strategy'}): {job.spec.reason or 'no reason given'} "
+            f"(migration job {job.name}{towards})"
+        )
+        if self.recorder is not None:
+            self.recorder.normal(ObjectRef("Pod", pod.name, pod.namespace, pod.uid), "Descheduled", message)
+        bound.info("pod evicted", policy=job.spec.eviction_policy)
+        return self._mark_evicted(handle, ctx, verb, f"pod {pod.key} {verb.lower()} from node {pod.node_name}")
+
+    def _room_still_held(self, handle: JobHandle, ctx: _Pass) -> bool:
+        """Before evicting: the Reservation must still hold room, else make a new one first."""
+        job = handle.job
+        name = job.status.reservation_ref.name if job.status.reservation_ref else reservation_name(job)
+        raw = self.api.get_object(RESERVATIONS, name)
+        reservation = parse_reservation(raw) if raw is not None else None
+        if reservation is not None and reservation.holds_room:
+            return True
+        state = "is gone" if reservation is None else f"is {reservation.status.phase}"
+        status = without_conditions(job.status, "ReservationCreated", "ReservationScheduled")
+        status = status.model_copy(
+            update={"reservation_ref": None, "reason": "ReservationLost", "message": f"Reservation {name} {state}"}
+        )
+        self._write(handle, status)
+        self._log(job).warning("reservation lost before eviction; reserving again", state=state)
+        return False
+
+    def _mark_evicted(self, handle: JobHandle, ctx: _Pass, reason: str, message: str) -> bool:
+        status = with_condition(handle.job.status, "Evicted", ctx.now, reason=reason, message=message)
+        status = status.model_copy(update={"reason": "Evicted", "message": message})
+        self._write(handle, status)
+        self._progressed(handle)
+        self._event(handle.job, "Normal", "Evicted", message)
+        return True
+
+    def _eviction_refused(self, handle: JobHandle, ctx: _Pass, failure: ApiFailure) -> bool:
+        job = handle.job
+        bound = self._log(job)
+        if failure.not_found:
+            return self._mark_evicted(handle, ctx, "PodGone", "the pod was gone when it was to be evicted")
+        if failure.disruption_budget:
+            metrics.EVICTIONS.labels("pdb_blocked").inc()
+            self._retry_later(handle, ctx.now, self.budget_backoff)
+            detail = failure.message
+            self._note(handle, "DisruptionBudget", f"eviction refused, will retry: {detail}")
+            self._event(job, "Warning", "EvictionBlocked", f"a PodDisruptionBudget allows no disruption now: {detail}")
+            bound.info("eviction blocked by a disruption budget; will retry", detail=detail)
+            return False
+        metrics.EVICTIONS.labels("error").inc()
+        if failure.multiple_budgets:
+            self._set_phase(handle, "Failed", "MultiplePodDisruptionBudgets", failure.message, ctx.now)
+            return False
+        self._retry_later(handle, ctx.now, self.backoff, failure.retry_after)
+        if failure.throttled:
+            bound.info("eviction throttled by the API server; will retry", retry_after=failure.retry_after)
+            return False
+        self._note(handle, "EvictionError", f"will retry: {failure}")
+        bound.warning("eviction failed; will retry", error=str(failure))
+        return False
+
+    def _await_bound(self, handle: JobHandle, ctx: _Pass) -> bool:
+        """Wait for a replacement of the same controller bound to the target on the Reservation."""
+        job = handle.job
+        name = job.status.reservation_ref.name if job.status.reservation_ref else reservation_name(job)
+        raw = self.api.get_object(RESERVATIONS, name)
+        reservation = parse_reservation(raw) if raw is not None else None
+        node = reservation.spec.node_name if reservation is not None else job.status.target_node
+        replacement: Pod | None = None
+        if reservation is not None and reservation.status.consumed_by:
+            namespace, _, pod_name = reservation.status.consumed_by.rpartition("/")
+            got = self.api.get_pod(namespace or job.spec.pod_ref.namespace, pod_name)
+            if got is not None and got[1].node_name == node:
+                replacement = got[1]
+        if replacement is None:
+            replacement = self._unrecorded_replacement(job, node, ctx)
+            if replacement is None:
+                return False
+            if raw is not None and reservation is not None and reservation.holds_room:
+                # A scheduler that placed the pod without marking the Reservation: mark it, so its
+                # room is not counted twice.
+                consumed = {**(raw.get("status") or {}), "phase": "Consumed", "consumedBy": replacement.key}
+                self.api.write_status(RESERVATIONS, {**raw, "status": consumed})
+        ref = PodReference(namespace=replacement.namespace, name=replacement.name, uid=replacement.uid)
+        message = f"replacement {replacement.key} bound to node {node}"
+        status = with_condition(job.status, "ReplacementBound", ctx.now, reason="Bound", message=message)
+        status = status.model_copy(update={"new_pod_ref": ref, "reason": "ReplacementBound", "message": message})
+        self._write(handle, status)
+        self._progressed(handle)
+        self._event(handle.job, "Normal", "ReplacementBound", message)
+        self._log(handle.job).info("replacement bound", replacement=replacement.key)
+        return True
+
+    def _unrecorded_replacement(self, job: PodMigrationJob, node: str, ctx: _Pass) -> Pod | None:
+        """A pod of the same controller that arrived on the target after the eviction."""
+        snapshot = ctx.snapshot()
+        workload = job.status.workload.uid if job.status.workload else ""
+        evicted = condition_time(job, "Evicted")
+        if snapshot is None or not workload or evicted is None or not node:
+            return None
+        claimed = {
+            f"{h.job.status.new_pod_ref.namespace}/{h.job.status.new_pod_ref.name}"
+            for h in ctx.handles
+            if h.job.status.new_pod_ref is not None
+        }
+        found = [
+            p
+            for p in snapshot.pods_by_node.get(node, ())
+            if p.owner is not None
+            and p.owner.uid == workload
+            and not p.deleting
+            and p.key not in claimed
+            and p.created is not None
+            and p.created >= evicted - timedelta(seconds=1)
+        ]
+        return min(found, key=lambda p: (p.created or evicted, p.key)) if found else None
+
+    def _await_ready(self, handle: JobHandle, ctx: _Pass) -> bool:
+        job = handle.job
+        ref = job.status.new_pod_ref
+        if ref is None:  # ReplacementBound without a pod: written by someone else; look again
+            self._write(handle, without_conditions(job.status, "ReplacementBound"))
+            return True
+        got = self.api.get_pod(ref.namespace, ref.name)
+        if got is None or (ref.uid and got[1].uid != ref.uid):
+            status = without_conditions(job.status, "ReplacementBound").model_copy(
+                update={
+                    "new_pod_ref": None,
+                    "reason": "ReplacementGone",
+                    "message": f"pod {ref.namespace}/{ref.name} is gone",
+                }
+            )
+            self._write(handle, status)
+            return False
+        if not got[1].ready:
+            return False
+        message = f"replacement {ref.namespace}/{ref.name} is Ready on node {got[1].node_name}"
+        status = with_condition(job.status, "ReplacementReady", ctx.now, reason="Ready", message=message)
+        self._set_phase(handle, "Succeeded", "Succeeded", message, ctx.now, status)
+        return False
+
+    # ------------------------------------------------------------------------------ admission
+
+    def _job_facts(self, job: PodMigrationJob, pods: dict[str, Pod]) -> JobFacts:
+        ref = job.spec.pod_ref
+        key = f"{ref.namespace}/{ref.name}"
+        pod = pods.get(key)
+        if pod is not None and (job.status.pod_uid or ref.uid) not in ("", pod.uid):
+            pod = None
+        annotations = job.metadata.annotations
+        workload = job.status.workload.uid if job.status.workload else ""
+        workload = workload or annotations.get(ANNOTATION_WORKLOAD_UID, "")
+        if not workload and pod is not None and pod.owner is not None:
+            workload = pod.owner.uid
+        return JobFacts(
+            name=job.name,
+            namespace=ref.namespace,
+            pod=key,
+            phase=job.status.phase,
+            created=job.metadata.creation_timestamp or datetime.min.replace(tzinfo=UTC),
+            source_node=job.status.source_node
+            or annotations.get(ANNOTATION_SOURCE_NODE, "")
+            or (pod.node_name if pod else ""),
+            workload=workload,
+            cycle=annotations.get(ANNOTATION_CYCLE, ""),
+            started=job.status.start_time,
+            evicted=condition_time(job, "Evicted"),
+            rank=importance(pod),
+        )
+
+    def _all_facts(self, ctx: _Pass) -> list[JobFacts]:
+        snapshot = ctx.snapshot()
+        pods = {p.key: p for p in snapshot.pods} if snapshot is not None else {}
+        return [self._job_facts(h.job, pods) for h in ctx.handles]
+
+    def _workloads(
+        self, pending: Iterable[JobFacts], snapshot: Snapshot, pods: dict[str, Pod]
+    ) -> dict[str, WorkloadFacts]:
+        wanted = {f.workload for f in pending if f.workload}
+        if not wanted:
+            return {}
+        ready: dict[str, set[str]] = {uid: set() for uid in wanted}
+        sample: dict[str, Pod] = {}
+        for pod in snapshot.pods:
+            if pod.owner is None or pod.owner.uid not in wanted:
+                continue
+            sample.setdefault(pod.owner.uid, pod)
+            if pod.ready and not pod.deleting and not pod.terminal:
+                ready[pod.owner.uid].add(pod.key)
+        out = {}
+        for uid in wanted:
+            example = sample.get(uid)
+            workload = snapshot.workloads.get(uid)
+            if workload is not None and workload.replicas is not None:
+                replicas = workload.replicas
+            elif example is not None:
+                replicas = snapshot.replicas(example) or 0
+            else:
+                continue  # nothing left of it to count: the job's own checks will fail it
+            label = (
+                f"{workload.kind} {workload.namespace}/{workload.name}"
+                if workload
+                else (
+                    f"{example.owner.kind} {example.namespace}/{example.owner.name}"
+                    if example and example.owner
+                    else uid
+                )
+            )
+            out[uid] = WorkloadFacts(uid, label, replicas, frozenset(ready[uid]))
+        return out
+
+    def _admit(self, pending: list[JobHandle], ctx: _Pass) -> None:
+        waiting: list[JobHandle] = []
+        for handle in pending:
+            job = handle.job
+            try:
+                deadline = job.deadline
+                if deadline is not None and ctx.now >= deadline:
+                    self._expire(handle, ctx)
+                elif job.spec.paused:
+                    self._note(handle, "Paused", "spec.paused is set: the job does not start")
+                elif self._due(handle, ctx.now):
+                    waiting.append(handle)
+            except ApiFailure as failure:
+                self._failed_step(handle, ctx, failure)
+        if not waiting:
+            return
+        snapshot = ctx.snapshot()
+        if snapshot is None:
+            return
+        pods = {p.key: p for p in snapshot.pods}
+        facts = {h.job.name: self._job_facts(h.job, pods) for h in ctx.handles}
+        candidates = [facts[h.job.name] for h in waiting]
+        verdicts = arbitrate(
+            candidates,
+            list(facts.values()),
+            self._workloads(candidates, snapshot, pods),
+            ctx.policy.migration,
+            ctx.now,
+            ctx.policy.evictor.min_replicas,
+        )
+        by_name = {h.job.name: h for h in waiting}
+        for verdict in verdicts:
+            handle = by_name[verdict.job]
+            try:
+                if verdict.admit:
+                    if self._start(handle, ctx):
+                        self._drive(handle, ctx)
+                elif verdict.permanent:
+                    self._set_phase(handle, "Failed", verdict.reason, verdict.message, ctx.now)
+                else:
+                    self._wait(handle, verdict, ctx)
+            except ApiFailure as failure:
+                self._failed_step(handle, ctx, failure)
+
+    def _wait(self, handle: JobHandle, verdict: Verdict, ctx: _Pass) -> None:
+        message = verdict.message
+        if verdict.retry_after:
+            message += f"; not before {format_time(ctx.now + timedelta(seconds=verdict.retry_after))}"
+        self._note(handle, verdict.reason, message)
+
+    def _start(self, handle: JobHandle, ctx: _Pass) -> bool:
+        """Pending → Running: the pod must still exist with the same UID (else Failed MissingPod)."""
+        job = handle.job
+        got, why = self._live_pod(job)
+        if got is None:
+            self._set_phase(handle, "Failed", "MissingPod", why, ctx.now)
+            return False
+        _, pod = got
+        refusal = hard_refusal(pod)
+        if refusal is not None:
+            self._set_phase(handle, "Failed", "NotEvictable", refusal, ctx.now)
+            return False
+        if job.spec.mode == "ReservationFirst" and pod.owner is None:
+            self._set_phase(
+                handle,
+                "Failed",
+                "NoController",
+                "ReservationFirst waits for a replacement, but no controller will recreate this pod; "
+                "use mode EvictDirectly to move it anyway",
+                ctx.now,
+            )
+            return False
+        owner = pod.owner
+        status = handle.job.status.model_copy(
+            update={
+                "source_node": pod.node_name,
+                "pod_uid": pod.uid,
+                "workload": WorkloadReference(kind=owner.kind, name=owner.name, uid=owner.uid) if owner else None,
+            }
+        )
+        annotation = job.metadata.annotations.get(ANNOTATION_WORKLOAD, "")
+        self._set_phase(
+            handle,
+            "Running",
+            "Started",
+            f"moving pod {pod.key} from node {pod.node_name}" + (f" ({annotation})" if annotation else ""),
+            ctx.now,
+            status,
+        )
+        return True
+
+    # ------------------------------------------------------------------------------ clean-up
+
+    def _sweep(self, ctx: _Pass) -> None:
+        """Delete Reservations whose job is gone or finished; expire unconsumed ones past their TTL."""
+        jobs = {h.job.name: h.job for h in ctx.handles}
+        for raw in ctx.reservations:
+            meta = raw.get("metadata") or {}
+            labels = meta.get("labels") or {}
+            name = str(meta.get("name", ""))
+            job = jobs.get(labels.get(LABEL_JOB, ""))
+            theirs = owner_uid(raw)
+            try:
+                if job is None or job.terminal or (theirs and job.metadata.uid and theirs != job.metadata.uid):
+                    if self.api.delete_object(RESERVATIONS, name, str(meta.get("uid", ""))):
+                        log.info("deleted an orphan reservation", reservation=name, job=labels.get(LABEL_JOB, ""))
+                    continue
+                reservation = parse_reservation(raw)
+                self._expire_reservation(raw, reservation, ctx.now)
+            except ApiFailure as failure:
+                if not failure.not_found and not failure.conflict:
+                    log.warning("reservation clean-up failed; will retry", reservation=name, error=str(failure))
+            except ObjectError as err:
+                log.warning("unreadable reservation left alone", reservation=name, error=str(err))
+
+    def _expire_reservation(self, raw: dict[str, Any], reservation: Reservation, now: datetime) -> None:
+        created = reservation.metadata.creation_timestamp
+        if not reservation.holds_room or created is None or now < created + reservation.spec.ttl:
+            return
+        status = {**(raw.get("status") or {}), "phase": "Expired", "reason": "TTLExceeded"}
+        self.api.write_status(RESERVATIONS, {**raw, "status": status})
+        log.info("reservation expired", reservation=reservation.name, node=reservation.spec.node_name)
+
+    def _retire(self, ctx: _Pass) -> None:
+        """Delete finished jobs after jobRetention — but not before the cooldown and the workload
+        rate limit, which are counted from these jobs, are done with them."""
+        args = ctx.policy.migration
+        keep = max(args.job_retention, args.cooldown, args.object_limiters.workload.duration)
+        for handle in ctx.handles:
+            job = handle.job
+            if not job.terminal:
+                continue
+            ended = job.status.completion_time or job.metadata.creation_timestamp
+            if ended is None or ctx.now - ended < keep:
+                continue
+            try:
+                self._release(job)
+                if self.api.delete_object(JOBS, job.name, job.metadata.uid):
+                    self._log(job).info("finished migration job deleted", phase=job.status.phase)
+            except ApiFailure as failure:
+                if not failure.not_found and not failure.conflict:
+                    self._log(job).warning("could not delete a finished job; will retry", error=str(failure))
+
+    def _reject(self, raw: dict[str, Any], err: ObjectError, now: datetime) -> None:
+        """A job we cannot read is failed (never acted on), once, with the field that is wrong."""
+        found = raw.get("status")
+        status: dict[str, Any] = found if isinstance(found, dict) else {}
+        if status.get("phase") in TERMINAL_PHASES:
+            return
+        log.error("invalid migration job; failing it", job=raw["metadata"].get("name"), error=str(err))
+        body = {
+            **raw,
+            "status": {
+                **status,
+                "phase": "Failed",
+                "reason": "InvalidSpec",
+                "message": str(err),
+                "completionTime": format_time(now),
+            },
+        }
+        try:
+            self.api.write_status(JOBS, body)
+        except ApiFailure as failure:
+            log.warning("could not mark the invalid job failed", job=raw["metadata"].get("name"), error=str(failure))
+            return
+        if self.recorder is not None:
+            self.recorder.warning(ObjectRef.of(raw), "InvalidSpec", str(err))
+
+    def _publish(self, handles: list[JobHandle], invalid: list[dict[str, Any]]) -> None:
+        counts = dict.fromkeys(("Pending", "Running", "Succeeded", "Failed", "Aborted"), 0)
+        for handle in handles:
+            counts[handle.job.status.phase] += 1
+        counts["Failed"] += len(invalid)
+        for phase, count in counts.items():
+            metrics.JOBS.labels(phase).set(count)

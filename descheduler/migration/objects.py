@@ -1,0 +1,321 @@
+"""PodMigrationJob and Reservation (`descheduler.dev/v1alpha1`, cluster-scoped): the models the code
+reads and writes, and from which the CRD manifests are generated (migration.md §1–2).
+
+The wire shape matches what `descheduler.decode` (RawMigrationJob, RawReservation) reads for the
+planner and the scheduling core: camelCase keys, `spec.podRef`, `spec.owners[].controller`,
+`status.phase`, `status.consumedBy`. Unknown fields are ignored on read, so an older controller
+can run against objects a newer one wrote.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Final, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic.alias_generators import to_camel
+
+from descheduler.durations import format_duration, parse_duration
+
+GROUP: Final = "descheduler.dev"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = "descheduler.dev/v1alpha1"
+JOBS: Final = "podmigrationjobs"
+RESERVATIONS: Final = "reservations"
+
+# Labels and annotations we write (README §4.5: `descheduler.dev/…`).
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY: Final = "descheduler"
+LABEL_POD_UID: Final = "descheduler.dev/pod-uid"
+LABEL_JOB: Final = "descheduler.dev/job"
+ANNOTATION_STRATEGY: Final = "descheduler.dev/strategy"
+ANNOTATION_REASON: Final = "descheduler.dev/reason"
+ANNOTATION_SOURCE_NODE: Final = "descheduler.dev/source-node"
+ANNOTATION_WORKLOAD: Final = "descheduler.dev/workload"
+ANNOTATION_WORKLOAD_UID: Final = "descheduler.dev/workload-uid"
+ANNOTATION_CYCLE: Final = "descheduler.dev/cycle"
+
+Mode = Literal["ReservationFirst", "EvictDirectly"]
+EvictionPolicy = Literal["Eviction", "Delete"]
+JobPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Aborted"]
+ReservationPhase = Literal["Pending", "Available", "Consumed", "Expired", "Failed"]
+ConditionType = Literal["ReservationCreated", "ReservationScheduled", "Evicted", "ReplacementBound", "ReplacementReady"]
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed", "Aborted"})
+DEFAULT_TTL: Final = timedelta(minutes=5)
+
+
+def _parse_ttl(value: Any) -> timedelta:
+    if isinstance(value, bool) or not isinstance(value, str | int | timedelta):
+        raise ValueError(f"must be a duration such as 5m or 90s; got {value!r}")
+    parsed = parse_duration(value)
+    if parsed <= timedelta(0):
+        raise ValueError(f"must be greater than 0s; got {value!r}")
+    return parsed
+
+
+_DURATION_PATTERN = r"^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$"
+Ttl = Annotated[
+    timedelta,
+    PlainValidator(_parse_ttl),
+    PlainSerializer(format_duration, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": _DURATION_PATTERN, "description": "a Go duration: 90s, 5m, 1h"}),
+]
+"""A positive duration, written as a Go duration string (metav1.Duration)."""
+
+
+def _parse_time(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        raise ValueError(f"must be an RFC 3339 time; got {value!r}")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"must be an RFC 3339 time such as 2026-01-15T12:00:00Z; got {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def format_time(value: datetime) -> str:
+    """RFC 3339 in UTC with a Z, keeping sub-second precision only when there is some."""
+    utc = value.astimezone(UTC)
+    text = utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+Time = Annotated[
+    datetime,
+    PlainValidator(_parse_time),
+    PlainSerializer(format_time, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+_QUANTITY_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "pattern": (
+        r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+        r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+    ),
+    "x-kubernetes-int-or-string": True,
+}
+Quantity = Annotated[str | int, WithJsonSchema(_QUANTITY_SCHEMA)]
+
+FreeForm = Annotated[
+    dict[str, Any],
+    WithJsonSchema({"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
+]
+"""A Kubernetes structure we copy as is (affinity, label selector, tolerations)."""
+
+
+class ApiModel(BaseModel):
+    """camelCase on the wire, unknown fields ignored on read, None fields omitted on write."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready dict the API server takes."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class ObjectMeta(ApiModel):
+    """The metadata fields the controller reads; writes go through the raw object to keep the rest."""
+
+    name: str = Field(min_length=1)
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: Time | None = None
+    deletion_timestamp: Time | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+# --- PodMigrationJob ---------------------------------------------------------------------------
+
+
+class PodReference(ApiModel):
+    """The pod to move (or the replacement that arrived): namespace, name and, when known, UID."""
+
+    namespace: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    uid: str = Field("", description="when set, the job acts only on the pod with this UID")
+
+
+class ReservationReference(ApiModel):
+    name: str = Field(min_length=1)
+
+
+class Condition(ApiModel):
+    """A step of the job that happened (or is known not to have happened), with when and why."""
+
+    type: ConditionType
+    status: ConditionStatus
+    reason: str = ""
+    message: str = ""
+    last_transition_time: Time
+
+
+class WorkloadReference(ApiModel):
+    """The pod's controller, recorded when the job starts (the pod is gone once evicted)."""
+
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class PodMigrationJobSpec(ApiModel):
+    pod_ref: PodReference = Field(description="the pod to move")
+    mode: Mode = Field("ReservationFirst", description="ReservationFirst reserves room on the target before evicting")
+    target_node: str = Field("", description="the planner's choice of target; empty lets the controller choose")
+    ttl: Ttl = Field(DEFAULT_TTL, description="a job not done this long after creation is aborted (or failed)")
+    eviction_policy: EvictionPolicy = Field(
+        "Eviction", description="Eviction uses the eviction API and respects PodDisruptionBudgets; Delete does not"
+    )
+    strategy: str = Field("", description="the strategy that planned the move")
+    reason: str = Field("", description="why the strategy moves this pod")
+    paused: bool = Field(False, description="a paused job takes no step that has not yet begun")
+
+
+class PodMigrationJobStatus(ApiModel):
+    phase: JobPhase = "Pending"
+    reason: str = Field("", description="a CamelCase word for the current state or the outcome")
+    message: str = ""
+    conditions: list[Condition] = Field(default_factory=list)
+    reservation_ref: ReservationReference | None = None
+    new_pod_ref: PodReference | None = None
+    target_node: str = Field("", description="the node room was reserved on (may differ from spec.targetNode)")
+    source_node: str = Field("", description="the node the pod ran on when the job started")
+    pod_uid: str = Field("", description="the UID of the pod the job acts on, fixed when the job starts")
+    workload: WorkloadReference | None = None
+    start_time: Time | None = None
+    completion_time: Time | None = None
+
+    def condition(self, kind: ConditionType) -> Condition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+    def has(self, kind: ConditionType) -> bool:
+        found = self.condition(kind)
+        return found is not None and found.status == "True"
+
+
+class PodMigrationJob(ApiModel):
+    api_version: Literal["descheduler.dev/v1alpha1"] = API_VERSION
+    kind: Literal["PodMigrationJob"] = "PodMigrationJob"
+    metadata: ObjectMeta
+    spec: PodMigrationJobSpec
+    status: PodMigrationJobStatus = Field(default_factory=PodMigrationJobStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def terminal(self) -> bool:
+        return self.status.phase in TERMINAL_PHASES
+
+    @property
+    def deadline(self) -> datetime | None:
+        created = self.metadata.creation_timestamp
+        return None if created is None else created + self.spec.ttl
+
+
+# --- Reservation -------------------------------------------------------------------------------
+
+
+class ControllerReference(ApiModel):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    namespace: str = ""
+
+
+class ReservationOwner(ApiModel):
+    """Matches a pod when every field it sets matches: the pod's controller and/or a label selector."""
+
+    controller: ControllerReference | None = None
+    label_selector: FreeForm | None = None
+
+
+class ReservationTemplate(ApiModel):
+    """The moved pod's scheduling constraints, so the target is checked with the real ones."""
+
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: FreeForm | None = None
+    tolerations: list[FreeForm] = Field(default_factory=list)
+    priority_class_name: str = ""
+    priority: int | None = None
+    scheduler_name: str = ""
+
+
+class ReservationSpec(ApiModel):
+    node_name: str = Field(min_length=1, description="the node the room is held on")
+    resources: dict[str, Quantity] = Field(default_factory=dict, description="the moved pod's requests")
+    owners: list[ReservationOwner] = Field(default_factory=list, description="pods that may use the room")
+    template: ReservationTemplate = Field(default_factory=ReservationTemplate)
+    ttl: Ttl = Field(DEFAULT_TTL, description="room not consumed this long after creation is released")
+
+
+class ReservationStatus(ApiModel):
+    phase: ReservationPhase = "Pending"
+    consumed_by: str = Field("", description="the pod (namespace/name or name) that took the room")
+    reason: str = ""
+    message: str = ""
+
+
+class Reservation(ApiModel):
+    api_version: Literal["descheduler.dev/v1alpha1"] = API_VERSION
+    kind: Literal["Reservation"] = "Reservation"
+    metadata: ObjectMeta
+    spec: ReservationSpec
+    status: ReservationStatus = Field(default_factory=ReservationStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def holds_room(self) -> bool:
+        return self.status.phase in ("Pending", "Available") and not self.status.consumed_by
+
+
+ModelT = TypeVar("ModelT", bound=ApiModel)
+
+
+class ObjectError(ValueError):
+    """An object of ours that cannot be read: names the object and the field."""
+
+    def __init__(self, kind: str, name: str, field: str, message: str) -> None:
+        self.kind = kind
+        self.name = name
+        self.field = field
+        self.message = message
+        super().__init__(f"{kind} {name!r}: {field}: {message}" if field else f"{kind} {name!r}: {message}")
+
+
+def _parse(model: type[ModelT], obj: dict[str, Any]) -> ModelT:
+    try:
+        return model.model_validate(obj)
+    except ValidationError as err:
+        detail = err.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in detail["loc"])
+        name = str((obj.get("metadata") or {}).get("name", "?"))
+        raise ObjectError(model.__name__, name, field, detail["msg"].removeprefix("Value error, ")) from None
+
+
+def parse_job(obj: dict[str, Any]) -> PodMigrationJob:
+    """Validate a PodMigrationJob read from the API; ObjectError names the bad field."""
+    return _parse(PodMigrationJob, obj)
+
+
+def parse_reservation(obj: dict[str, Any]) -> Reservation:
+    return _parse(Reservation, obj)

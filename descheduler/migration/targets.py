@@ -1,0 +1,91 @@
+"""Where to hold room for a moved pod: the planned target re-checked with the scheduling core on
+fresh data, else the best feasible node (migration.md §3 step 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Set
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from descheduler.model import MigrationJob, Pod, Reservation
+from descheduler.policy import SchedulingArgs
+from descheduler.scheduling import ClusterView, best_node, build_table, feasible
+from descheduler.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A node to reserve on, or why there is none (`cooling`: only cooldown stands in the way)."""
+
+    node: str | None
+    why: str = ""
+    cooling: bool = False
+
+
+class Placement:
+    """One node table for a reconcile pass; each room reserved during the pass is held in it at once,
+    so two jobs of the same pass never count on the same free room."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        args: SchedulingArgs,
+        *,
+        reservations: Iterable[Reservation],
+        placing: Set[str],
+    ) -> None:
+        """`reservations`: the live ones (read this pass, fresher than a cache); `placing`: jobs
+        still looking for a target, whose planned moves must not count as if already made."""
+        jobs: tuple[MigrationJob, ...] = tuple(j for j in snapshot.jobs if j.name not in placing)
+        fresh = dataclasses.replace(snapshot, jobs=jobs, reservations=tuple(reservations))
+        self.view = ClusterView(build_table(fresh, args))
+
+    @staticmethod
+    def _incoming(pod: Pod) -> Pod:
+        # Reservations match the pod's controller, so a sibling's room would look like this pod's
+        # own; the moved pod is checked as a stranger to every reservation.
+        return msgspec.structs.replace(pod, owner=None)
+
+    def choose(self, pod: Pod, planned: str, cooling: Set[str]) -> Target:
+        """The planned node when it still fits, else the best feasible node; never the pod's own."""
+        table = self.view.table
+        incoming = self._incoming(pod)
+        excluded = {pod.node_name, *cooling}
+        planned_why = ""
+        if planned:
+            if planned == pod.node_name:
+                planned_why = f"planned target {planned} is the pod's own node"
+            elif planned not in table.index:
+                planned_why = f"planned target {planned} is not a known node"
+            elif planned in cooling:
+                planned_why = f"planned target {planned} was a source within the cooldown"
+            else:
+                reason = feasible(incoming, planned, self.view)
+                if reason is None:
+                    return Target(planned)
+                planned_why = f"planned target {planned}: {reason}"
+        choice = best_node(incoming, self.view, exclude=excluded)
+        if choice.node is not None:
+            return Target(choice.node, planned_why)
+        summary = choice.summary()
+        why = f"{planned_why}; {summary}" if planned_why else summary
+        if cooling - {pod.node_name} and best_node(incoming, self.view, exclude={pod.node_name}).node is not None:
+            return Target(None, f"{why}; only nodes that were recently a source fit", cooling=True)
+        return Target(None, why)
+
+    def hold(self, pod: Pod, node: str) -> None:
+        """Count the pod's requests and expected load on `node` for the rest of the pass."""
+        table = self.view.table
+        row = table.index.get(node)
+        if row is None:
+            return
+        load = table.load_of(pod)
+        incoming = np.maximum(load.usage, load.estimate)
+        self.view.requested[row] += load.requests
+        self.view.estimated[row] += incoming
+        self.view.aggregated[row] += incoming
+        if load.prod:
+            self.view.prod_estimated[row] += incoming
