@@ -33,6 +33,15 @@ def deploy_targets() -> list[Path]:
     return [d for d in iter_kustomizations(DEPLOY) if kustomization_kind(d) == "Kustomization"]
 
 
+def controller_targets() -> list[Path]:
+    """The kustomizations that install the controller (not, say, the CRDs alone)."""
+    return [
+        d
+        for d in deploy_targets()
+        if any(o["kind"] == "Deployment" and o["metadata"]["name"] == "descheduler" for o in rendered(d))
+    ]
+
+
 def target_id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 

@@ -1,0 +1,160 @@
+"""Exercises: real code paths of the descheduler, run against the fake API server, so the RBAC test
+can record every call the code makes (`FakeApiServer.accesses`) and compare them with the manifests.
+
+An exercise seeds what it needs through the server's store (no HTTP, so setup is not recorded),
+runs product code with a client on the server, and returns the accesses the server recorded. To
+cover a new code path, write a function taking a scratch directory and add it to `EXERCISES`;
+`api_server()` gives an empty server, `demo_cluster()` the simulator's demo cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from descheduler.sim.apiserver import Access, FakeApiServer
+from descheduler.sim.apiserver.server import SYSTEM_NAMESPACES
+from descheduler.sim.cluster import SimulatedCluster
+from descheduler.sim.scenario import load_demo_scenario
+
+from .deploy_support import NAMESPACE
+
+SERVICE_ACCOUNT = "descheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class Exercise:
+    name: str
+    covers: str  # the product code it runs
+    run: Callable[[Path], set[Access]]
+    service_account: tuple[str, str] = (NAMESPACE, SERVICE_ACCOUNT)
+
+
+_OWN_NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+
+
+@contextmanager
+def api_server() -> Iterator[FakeApiServer]:
+    """An empty fake API server with the system namespaces and the descheduler's own."""
+    with FakeApiServer(seed_namespaces=(*SYSTEM_NAMESPACES, NAMESPACE), bookmark_interval=0.1) as server:
+        yield server
+
+
+@contextmanager
+def demo_cluster() -> Iterator[SimulatedCluster]:
+    """The simulator's demo cluster (nodes, workloads, pods, PDBs, metrics), started and settled."""
+    cluster = SimulatedCluster(load_demo_scenario())
+    cluster.store.load([_OWN_NAMESPACE])
+    with cluster:
+        cluster.advance(60)
+        yield cluster
+
+
+def kube_client(server: FakeApiServer) -> Any:
+    """The product's rate-limited, retrying client on the fake server."""
+    from descheduler.kube import KubeClient
+
+    return KubeClient.from_configuration(server.configuration())
+
+
+def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def leader_election(scratch: Path) -> set[Access]:
+    """Two replicas: one creates the Lease, renews it and releases it; the other watches it held."""
+    with api_server() as server:
+        _elect(server)
+        return server.accesses.accesses()
+
+
+def _elect(server: FakeApiServer) -> None:
+    from descheduler.controller.leader import LeaderElector, LeaseConfig
+
+    def elector(identity: str) -> LeaderElector:
+        config = LeaseConfig(NAMESPACE, identity=identity, lease_duration=3.0, renew_deadline=2.0, retry_period=0.05)
+        return LeaderElector(api_client, config, on_started=lambda: None, on_stopped=lambda: None)
+
+    api_client = server.api_client()
+    try:
+        leader, standby = elector("descheduler-a"), elector("descheduler-b")
+        stop_leader, stop_standby = threading.Event(), threading.Event()
+        threads = [
+            threading.Thread(target=leader.run, args=(stop_leader,), daemon=True),
+            threading.Thread(target=standby.run, args=(stop_standby,), daemon=True),
+        ]
+        threads[0].start()
+        _wait(lambda: leader.is_leader, 5, "the first replica to lead")
+        threads[1].start()
+        renewed = server.accesses.counts()
+        _wait(
+            lambda: server.accesses.counts()[_lease("update")] > renewed[_lease("update")] + 2,
+            5,
+            "the leader to renew the Lease",
+        )
+        stop_leader.set()  # releases the Lease; the standby takes over
+        threads[0].join(5)
+        _wait(lambda: standby.is_leader, 5, "the standby to take over")
+        stop_standby.set()
+        threads[1].join(5)
+    finally:
+        api_client.close()
+
+
+def _lease(verb: str) -> Access:
+    from descheduler.controller.leader import LeaseConfig
+
+    name = LeaseConfig(NAMESPACE, identity="x").name
+    return Access(verb, "coordination.k8s.io", "leases", namespace=NAMESPACE, name=name)
+
+
+def cluster_cache(scratch: Path) -> set[Access]:
+    """The list-watch cache over every kind it can watch: paginated lists, then watches."""
+    from descheduler.kube import CLUSTER_KINDS, NODE_METRICS, ClusterCache
+
+    with demo_cluster() as cluster:
+        kinds = (*CLUSTER_KINDS, NODE_METRICS)
+        with kube_client(cluster.server) as client, ClusterCache(client, kinds=kinds, page_size=5) as cache:
+            assert cache.wait_synced(10), cache.not_ready()
+
+            # Every reflector has listed; wait until each has its watch open too.
+            def watching() -> int:
+                return len({(a.group, a.resource) for a in cluster.server.accesses.accesses() if a.verb == "watch"})
+
+            _wait(lambda: watching() == len(kinds), 10, "a watch on every kind")
+            cache.snapshot(datetime.now(UTC))
+        return cluster.server.accesses.accesses()
+
+
+def load_readers(scratch: Path) -> set[Access]:
+    """Every load source that reads the API: metrics.k8s.io and Koordinator NodeMetric (listed)."""
+    from descheduler.loadsource import MetricsServerReader, NodeMetricReader
+
+    with demo_cluster() as cluster:
+        now = datetime.fromtimestamp(cluster.now, UTC)
+        with kube_client(cluster.server) as client:
+            MetricsServerReader(client).read(now)
+            NodeMetricReader(client, None).read(now)
+        return cluster.server.accesses.accesses()
+
+
+EXERCISES: tuple[Exercise, ...] = (
+    Exercise("leader-election", "descheduler/controller/leader.py: LeaderElector", leader_election),
+    Exercise("cluster-cache", "descheduler/kube/cache.py: ClusterCache over every kind", cluster_cache),
+    Exercise("load-readers", "descheduler/loadsource: metrics.k8s.io and NodeMetric readers", load_readers),
+)
+
+
+def run_exercise(exercise: Exercise, scratch: Path) -> set[Access]:
+    """Run one exercise; the distinct accesses it made."""
+    return exercise.run(scratch)
