@@ -52,6 +52,9 @@ class ApiHTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, the body waits for the client's delayed
+    # ACK (~40 ms per response on a kept-alive connection).
+    disable_nagle_algorithm = True
     server: ApiHTTPServer
 
     def log_message(self, format: str, *args: object) -> None:
