@@ -13,6 +13,7 @@ import typer
 
 from descheduler import __version__
 from descheduler.errors import ClusterUnreachableError, InputError
+from descheduler.extender.command import extender_command
 from descheduler.kube.cli import ContextOption, KubeconfigOption, plan_snapshot, snapshot_app
 from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
 from descheduler.sim.cli import sim_app
@@ -28,6 +29,7 @@ policy_app = typer.Typer(help="Check and describe policy files.", no_args_is_hel
 app.add_typer(policy_app, name="policy")
 app.add_typer(sim_app, name="sim")
 app.add_typer(snapshot_app, name="snapshot")
+app.command("extender")(extender_command)
 
 
 class Output(StrEnum):

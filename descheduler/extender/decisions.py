@@ -108,16 +108,16 @@ def filter_rows(pod: Pod, view: ClusterView, facts: NodeFacts, rows: IntArray) -
     """The extender's filter over table `rows`, in the order of scheduling-core.md §2."""
     table = view.table
     out = _Reasons(len(rows))
-    out.mark(facts.not_ready[rows], out.id(NOT_READY, True))
-    out.mark(facts.cordoned[rows], out.id(CORDONED, True))
+    out.mark(facts.not_ready.take(rows), out.id(NOT_READY, True))
+    out.mark(facts.cordoned.take(rows), out.id(CORDONED, True))
     if pod.node_selector or pod.required_node_affinity is not None:
-        out.mark(~selector_mask(pod, view)[rows], out.id(AFFINITY, True))
+        out.mark(~selector_mask(pod, view).take(rows), out.id(AFFINITY, True))
     _taints(pod, table, facts, rows, out)
     owned, steer = steering(pod, view)
     _fit(pod, view, owned, rows, out)
     if pod.anti_affinity:
         keys = ", ".join(sorted({term.topology_key for term in pod.anti_affinity}))
-        out.mark(~anti_affinity_mask(pod, view)[rows], out.id(ANTI_AFFINITY.format(keys=keys), False))
+        out.mark(~anti_affinity_mask(pod, view).take(rows), out.id(ANTI_AFFINITY.format(keys=keys), False))
     _load(pod, view, owned, rows, out)
     _steer(steer, table, rows, out)
     return out.decision()
@@ -132,7 +132,7 @@ def _taints(pod: Pod, table: NodeTable, facts: NodeFacts, rows: IntArray, out: _
         reason = predicates.taints(pod, facts.taint_nodes[group]) if taints else None
         if reason is not None:
             ids[group] = out.id(reason, True)
-    per_row = ids[table.taint_group[rows]]
+    per_row = ids.take(table.taint_group.take(rows))
     out.mark(per_row >= 0, per_row)
 
 
@@ -142,13 +142,14 @@ def _fit(pod: Pod, view: ClusterView, owned: Sequence[Reservation], rows: IntArr
     if check.unknown:
         out.mark(np.ones(len(rows), dtype=np.bool_), out.id(f"insufficient {check.unknown[0]}", False))
         return
-    free = check.free[rows]
-    short = free < check.need
-    where = np.flatnonzero(short.any(axis=1))
+    where = np.flatnonzero(~check.fits().take(rows))
     if not where.size:
         return
-    first = np.argmax(short[where], axis=1)
-    held = (free[where] + check.others_reserved[rows[where]] >= check.need)[np.arange(where.size), first]
+    # Only the refused rows are looked at resource by resource.
+    picked = rows.take(where)
+    free = check.free.take(picked, axis=0)
+    first = np.argmax(free < check.need, axis=1)
+    held = (free + check.others_reserved.take(picked, axis=0) >= check.need)[np.arange(where.size), first]
     # One reason per (resource, whether reservations hold the missing room).
     unique, inverse = np.unique(first * 2 + held, return_inverse=True)
     ids = []
@@ -166,21 +167,22 @@ def _mark_rows(out: _Reasons, where: IntArray, ids: IntArray) -> None:
 
 def _load(pod: Pod, view: ClusterView, owned: Sequence[Reservation], rows: IntArray, out: _Reasons) -> None:
     check = load_check(pod, view, owned)
-    refused = ~check.accepted[rows]
+    refused = ~check.accepted.take(rows)
     if not refused.any():
         return
     table = view.table
     args = table.args
-    expired = check.expired[rows]
+    expired = check.expired.take(rows)
     if expired.any():
         out.mark(expired, out.id(f"node metric expired (older than {args.node_metric_expiration_seconds}s)", True))
     over = refused & ~expired
     if not over.any():
         return
     where = np.flatnonzero(over)
-    picked = rows[where]
-    first = np.argmax(check.over[picked], axis=1)
-    keys = np.stack([check.basis[picked].astype(np.float64), first.astype(np.float64), check.thresholds[picked, first]])
+    picked = rows.take(where)
+    first = np.argmax(check.over.take(picked, axis=0), axis=1)
+    thresholds = check.thresholds.take(picked, axis=0)[np.arange(where.size), first]
+    keys = np.stack([check.basis.take(picked).astype(np.float64), first.astype(np.float64), thresholds])
     unique, inverse = np.unique(keys, axis=1, return_inverse=True)
     kind = args.aggregated.usage_aggregation_type if args.aggregated is not None else ""
     ids = []
@@ -208,7 +210,7 @@ def _steer(steer: Sequence[Reservation], table: NodeTable, rows: IntArray, out: 
 def extender_scores(pod: Pod, view: ClusterView, rows: IntArray) -> IntArray:
     """The core's score (0–100) of each row mapped to the extender range 0–10, rounded half up; a node
     holding the pod's Available Reservation scores 10."""
-    core = scores(pod, view)[rows]
+    core = scores(pod, view).take(rows)
     out: IntArray = (core * MAX_EXTENDER_PRIORITY + MAX_SCORE // 2) // MAX_SCORE
     _, steer = steering(pod, view)
     for reservation in steer:

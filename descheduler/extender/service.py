@@ -22,7 +22,7 @@ from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
 from descheduler.extender.decisions import extender_scores, filter_rows
-from descheduler.extender.protocol import Request, RequestError
+from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY, Request, RequestError
 from descheduler.extender.sources import ClusterSource
 from descheduler.extender.state import AssumedPods, Candidates, ClusterState
 from descheduler.model import Pod
@@ -41,6 +41,7 @@ class RefreshTiming:
     interval: float = 1.0  # at most this often when the source changed
     max_age: float = 30.0  # at least this often anyway: metric ages move with the clock
     build_share: float = 0.25  # and never so often that rebuilding takes more than this share of a core
+    stale_after: float = 120.0  # a state this old, with refreshes failing, makes the extender not ready
 
 
 class Extender:
@@ -88,10 +89,16 @@ class Extender:
         return self._state
 
     def not_ready(self) -> str | None:
-        """None when requests can be answered, else why not (for /readyz and 503 answers)."""
-        if self._state is None:
+        """None when the answers can be trusted, else why not (for /readyz; requests get 503 only
+        before the first state). A state older than `timing.stale_after` whose refreshes fail is
+        not ready: kube-scheduler then skips the (ignorable) extender instead of acting on it."""
+        state = self._state
+        if state is None:
             waiting = self.source.not_ready() or self._last_error or "the first snapshot is being read"
             return f"no cluster state yet: {waiting}"
+        age = self._clock() - state.taken_at
+        if self._last_error is not None and age > self.timing.stale_after:
+            return f"cluster state is {age:.0f}s old; refreshing it fails: {self._last_error}"
         return None
 
     def refresh(self, force: bool = False) -> bool:
@@ -214,7 +221,7 @@ class Extender:
             candidates = self._candidates(state, request)
             state.asked_about(request.pod)
             node_scores = extender_scores(request.pod, state.view, candidates.rows)
-            pieces = state.hosts[candidates.rows, node_scores]
+            pieces = state.hosts.take(candidates.rows * (MAX_EXTENDER_PRIORITY + 1) + node_scores)
         if candidates.unknown:
             merged = np.empty(candidates.size, dtype=object)
             assert candidates.positions is not None
@@ -271,7 +278,7 @@ def _failed_map(state: ClusterState, rows: np.ndarray, reasons: np.ndarray, text
     if not rows.size:
         return b"{}"
     pieces = np.empty(2 * rows.size, dtype=object)
-    pieces[0::2] = state.keyed[rows]
+    pieces[0::2] = state.keyed.take(rows)
     encoded = np.empty(len(texts), dtype=object)
     encoded[:] = texts
     pieces[1::2] = encoded[reasons]
@@ -281,11 +288,11 @@ def _failed_map(state: ClusterState, rows: np.ndarray, reasons: np.ndarray, text
 def _names_json(state: ClusterState, candidates: Candidates, passed: np.ndarray) -> bytes:
     """The NodeNames that passed, in request order, as a JSON array."""
     if not candidates.unknown:
-        pieces = state.quoted[candidates.rows[passed]]
+        pieces = state.quoted.take(candidates.rows[passed])
     else:
         assert candidates.positions is not None
         merged = np.empty(candidates.size, dtype=object)
-        merged[candidates.positions] = state.quoted[candidates.rows]
+        merged[candidates.positions] = state.quoted.take(candidates.rows)
         for position, quoted in candidates.unknown:
             merged[position] = quoted
         pieces = merged[passed]

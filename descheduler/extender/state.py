@@ -63,10 +63,14 @@ class ClusterState:
         if found is not None or names is None:
             return found
         index = self.table.index
-        looked = list(map(index.get, names))
-        if None not in looked:
-            found = Candidates(np.array(looked, dtype=np.int64), None, (), len(names))
+        try:
+            rows = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
+        except KeyError:
+            rows = None
+        if rows is not None:
+            found = Candidates(rows, None, (), len(names))
         else:
+            looked = list(map(index.get, names))
             positions = [i for i, row in enumerate(looked) if row is not None]
             unknown = tuple((i, msgspec.json.encode(names[i])) for i, row in enumerate(looked) if row is None)
             rows = np.array([looked[i] for i in positions], dtype=np.int64)

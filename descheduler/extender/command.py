@@ -1,0 +1,186 @@
+"""`descheduler extender`: the extender process (the list-watch cache or a snapshot file, the HTTP server).
+
+No leader election: every replica answers from its own cache, so any number can sit behind the
+Service kube-scheduler calls. SIGTERM/SIGINT stop the server (in-flight requests finish) and the
+process exits 0. The policy file is re-read every few seconds; new `scheduling` arguments apply
+from the next refresh (a changed `loadSource` needs a restart, and says so).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import structlog
+import typer
+
+from descheduler.controller.reload import PolicyFile
+from descheduler.errors import InputError
+from descheduler.extender.server import DEFAULT_MAX_BODY, DEFAULT_PORT, ExtenderServer
+from descheduler.extender.service import Extender, RefreshTiming
+from descheduler.extender.sources import CacheSource, ClusterSource, SnapshotFileSource
+from descheduler.kube.cli import ContextOption, KubeconfigOption
+from descheduler.policy import Policy
+
+log = structlog.get_logger(__name__)
+
+POLICY_CHECK_SECONDS = 10.0
+# What the extender reads: nodes and their pods, namespaces (for anti-affinity namespace
+# selectors), and our Reservations and jobs (held room, moves in flight). Not PDBs, workloads or quotas.
+EXTENDER_KINDS = (
+    "nodes",
+    "pods",
+    "namespaces",
+    "reservations.descheduler.dev",
+    "podmigrationjobs.descheduler.dev",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderOptions:
+    host: str = "0.0.0.0"
+    port: int = DEFAULT_PORT
+    kubeconfig: Path | None = None
+    context: str | None = None
+    snapshot: Path | None = None
+    refresh_interval: float = 1.0
+    load_interval: float = 15.0
+    max_body: int = DEFAULT_MAX_BODY
+
+
+@contextmanager
+def cluster_source(policy: Policy, options: ExtenderOptions) -> Iterator[ClusterSource]:
+    """The snapshot file when given, else the list-watch cache and the policy's load reader."""
+    if options.snapshot is not None:
+        yield SnapshotFileSource(options.snapshot)
+        return
+    from descheduler.kube.cache import ClusterCache
+    from descheduler.kube.client import connect
+    from descheduler.loadsource import cache_kinds, reader_for
+
+    client = connect(options.kubeconfig, options.context)
+    cache = ClusterCache(client, kinds=(*EXTENDER_KINDS, *cache_kinds(policy.load_source)))
+    reader = reader_for(policy.load_source, client, cache)
+
+    def read_load(now: datetime) -> object:
+        return reader.read(now)
+
+    source = CacheSource(cache, read_load, load_interval=options.load_interval)
+    cache.start()
+    try:
+        yield source
+    finally:
+        cache.stop()
+        reader.close()
+        client.close()
+
+
+def run_extender(policy_path: Path, options: ExtenderOptions) -> int:
+    """Serve until SIGTERM/SIGINT; returns the exit code."""
+    policy_file = PolicyFile(policy_path)
+    policy = policy_file.policy
+    with cluster_source(policy, options) as source:
+        extender = Extender(source, policy.scheduling, timing=RefreshTiming(interval=options.refresh_interval))
+        server = ExtenderServer(extender, options.host, options.port, max_body=options.max_body)
+        stop = threading.Event()
+        extender.start()
+        server.start()
+        log.info(
+            "extender serving",
+            address=f"{options.host}:{server.port}",
+            source=str(options.snapshot) if options.snapshot else "cluster",
+        )
+        watcher = threading.Thread(
+            target=_watch_policy, args=(policy_file, extender, stop), name="policy-reload", daemon=True
+        )
+        watcher.start()
+        with _signals(lambda: stop.set()):
+            stop.wait()
+        log.info("extender stopping")
+        server.stop()
+        extender.stop()
+    return 0
+
+
+def _watch_policy(policy_file: PolicyFile, extender: Extender, stop: threading.Event) -> None:
+    source = policy_file.policy.load_source
+    while not stop.wait(POLICY_CHECK_SECONDS):
+        new = policy_file.check()
+        if new is None:
+            continue
+        if new.scheduling != extender.args:
+            extender.set_args(new.scheduling)
+            log.info("scheduling arguments reloaded")
+        if new.load_source != source:
+            log.warning("loadSource changed in the policy: restart the extender to read load from the new source")
+
+
+@contextmanager
+def _signals(on_signal: Callable[[], None]) -> Iterator[None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        log.info("signal received", signal=signal.Signals(signum).name)
+        on_signal()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def extender_command(
+    policy: Annotated[
+        Path, typer.Option("--policy", "-p", help="policy file (its scheduling and loadSource sections)")
+    ],
+    port: Annotated[int, typer.Option("--port", help="port for /filter, /prioritize, /healthz, /readyz, /metrics")] = (
+        DEFAULT_PORT
+    ),
+    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "0.0.0.0",
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    snapshot: Annotated[
+        Path | None, typer.Option("--snapshot", "-s", help="answer from a snapshot file instead of a cluster")
+    ] = None,
+    refresh_interval: Annotated[
+        float, typer.Option("--refresh-interval", help="seconds between rebuilds of the node table, at least")
+    ] = 1.0,
+    load_interval: Annotated[
+        float, typer.Option("--load-interval", help="seconds between reads of the load source")
+    ] = 15.0,
+    max_request_bytes: Annotated[
+        int, typer.Option("--max-request-bytes", help="largest request body accepted (413 above)")
+    ] = DEFAULT_MAX_BODY,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
+) -> None:
+    """Serve the kube-scheduler HTTP extender (filter and prioritize) with the load-aware scheduling core."""
+    from descheduler.controller.logs import configure_logging
+
+    if snapshot is not None and (kubeconfig is not None or context is not None):
+        raise InputError("give either --snapshot or --kubeconfig/--context, not both")
+    for name, value in (("--refresh-interval", refresh_interval), ("--load-interval", load_interval)):
+        if value <= 0:
+            raise InputError(f"must be a positive number of seconds, got {value:g}", field=name)
+    if not 0 <= port <= 65535:
+        raise InputError(f"must be a port number (0–65535), got {port}", field="--port")
+    if max_request_bytes < 1024:
+        raise InputError(f"must be at least 1024, got {max_request_bytes}", field="--max-request-bytes")
+    configure_logging(log_level)
+    options = ExtenderOptions(
+        host=host,
+        port=port,
+        kubeconfig=kubeconfig,
+        context=context,
+        snapshot=snapshot,
+        refresh_interval=refresh_interval,
+        load_interval=load_interval,
+        max_body=max_request_bytes,
+    )
+    raise typer.Exit(run_extender(policy, options))
