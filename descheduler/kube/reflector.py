@@ -134,12 +134,17 @@ class Reflector:
             ) as error:
                 if self._stop.is_set():
                     return
-                why = _describe(error)
                 metrics.WATCH_RESTARTS.labels(self.kind.name, "error").inc()
-                self.sink.failed(self.kind, why)
-            delay = min(self.backoff[1], self.backoff[0] * 2**failures) * random.uniform(0.5, 1.0)
+                self.sink.failed(self.kind, _describe(error))
+            except Exception as error:  # a bug here must not end the thread: the cache would silently go stale
+                if self._stop.is_set():
+                    return
+                log.exception("list/watch loop failed", resource=self.kind.name)
+                metrics.WATCH_RESTARTS.labels(self.kind.name, "error").inc()
+                self.sink.failed(self.kind, _describe(error))
+            delay = min(self.backoff[1], self.backoff[0] * float(2**failures)) * random.uniform(0.5, 1.0)
             failures = min(failures + 1, 16)
-            log.warning("list/watch failed; retrying", resource=self.kind.name, delay=round(delay, 2))
+            log.debug("list/watch backing off", resource=self.kind.name, delay=round(delay, 2))
             if self._stop.wait(delay):
                 return
 
@@ -236,14 +241,14 @@ def _lines(response: Any) -> Iterator[bytes]:
 
 
 def _shutdown(response: Any) -> None:
-    try:
+    # shutdown() unblocks a read in progress on another thread; it refuses once the connection is back in the pool.
+    with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, RuntimeError):
         shutdown = getattr(response, "shutdown", None)
         if shutdown is not None:
             shutdown()
+    with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, RuntimeError):
         response.release_conn()
         response.close()
-    except (urllib3.exceptions.HTTPError, OSError):
-        pass
 
 
 def _describe(error: BaseException) -> str:
