@@ -23,7 +23,7 @@ from descheduler.sim.apiserver.server import SYSTEM_NAMESPACES
 from descheduler.sim.cluster import SimulatedCluster
 from descheduler.sim.scenario import load_demo_scenario
 
-from .deploy_support import NAMESPACE
+from .deploy_support import FIXTURES, NAMESPACE
 
 SERVICE_ACCOUNT = "descheduler"
 
@@ -34,6 +34,9 @@ class Exercise:
     covers: str  # the product code it runs
     run: Callable[[Path], set[Access]]
     service_account: tuple[str, str] = (NAMESPACE, SERVICE_ACCOUNT)
+    # An opt-in feature: a kustomization with the component that grants what it needs (None: the
+    # base must allow it).
+    target: Path | None = None
 
 
 _OWN_NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
@@ -148,10 +151,93 @@ def load_readers(scratch: Path) -> set[Access]:
         return cluster.server.accesses.accesses()
 
 
+@contextmanager
+def _migration(
+    objects: list[dict[str, Any]] | None = None, *, eviction_policy: str = "Eviction"
+) -> Iterator[tuple[Any, set[str]]]:
+    """The migration tests' harness on a cluster with a hot node; yields it and the terminal phases."""
+    from tests.migration.conftest import Harness, hot_cluster_objects, make_policy, start_cluster
+
+    cluster = start_cluster(objects or hot_cluster_objects())
+    harness = Harness(cluster, make_policy(ttl="10m", eviction_policy=eviction_policy, jobRetention="1m"))
+    try:
+        yield harness, {"Succeeded", "Failed", "Aborted"}
+    finally:
+        harness.api.close()
+        cluster.stop()
+
+
+def _finish(harness: Any, names: list[str], terminal: set[str]) -> None:
+    """Drive the jobs to an end, then past their retention so the controller deletes them."""
+    from tests.migration.conftest import JOBS
+
+    controller = harness.controller()
+    harness.run(controller, 180, until=lambda: all(harness.phase(n) in terminal for n in names))
+    assert {harness.phase(n) for n in names} == {"Succeeded"}, [harness.job(n).get("status") for n in names]
+    # Kept for max(jobRetention, cooldown, the workload limiter's window): 10 minutes by default.
+    harness.run(controller, 900, until=lambda: not harness.cluster.store.list(JOBS), tick=30)
+    assert not harness.cluster.store.list(JOBS), "finished jobs outlived jobRetention"
+
+
+def migration_reservation_first(scratch: Path) -> set[Access]:
+    """A planned move end to end: PodMigrationJob, Reservation, a conflicting status write, eviction
+    blocked by a PDB and retried (a repeated event), replacement bound, clean-up after retention."""
+    from descheduler.planner import plan_cycle
+    from tests.migration.conftest import NS, pdb
+
+    with _migration() as (harness, terminal):
+        plan, _ = plan_cycle(harness.snapshot(), harness.policy)
+        names = harness.submit(plan)
+        assert names, "the hot cluster planned no move"
+        # A budget with no room appears before the eviction: retried with backoff, the same event repeated.
+        harness.cluster.store.create(pdb("web", 4))
+        harness.cluster.advance(1)
+        harness.run(harness.controller(), 30)
+        assert any(harness.job(n)["status"].get("reason") == "DisruptionBudget" for n in names)
+        # Another writer got there first: the next status write conflicts and the job is read again.
+        harness.cluster.server.faults.fail_next(1, path=r"/podmigrationjobs/[^/]+/status$", verb="update", status=409)
+
+        def relax(obj: dict[str, Any]) -> None:
+            obj["spec"]["minAvailable"] = 3
+            obj["metadata"]["generation"] = 2
+
+        harness.cluster.store.modify("poddisruptionbudgets.policy", "web", NS, relax)
+        _finish(harness, names, terminal)
+        return harness.cluster.server.accesses.accesses()
+
+
+def migration_evict_directly(scratch: Path) -> set[Access]:
+    """QuotaReclaim's mode: no Reservation, straight to the Eviction."""
+    with _migration() as (harness, terminal):
+        names = harness.submit(harness.plan_move("web-0", None, mode="EvictDirectly", strategy="QuotaReclaim"))
+        _finish(harness, names, terminal)
+        return harness.cluster.server.accesses.accesses()
+
+
+def migration_delete_policy(scratch: Path) -> set[Access]:
+    """`evictionPolicy: Delete` (opt-in): a plain DELETE of the pod instead of the Eviction."""
+    with _migration(eviction_policy="Delete") as (harness, terminal):
+        names = harness.submit(harness.plan_move("web-0", "node-c"))
+        _finish(harness, names, terminal)
+        return harness.cluster.server.accesses.accesses()
+
+
 EXERCISES: tuple[Exercise, ...] = (
     Exercise("leader-election", "descheduler/controller/leader.py: LeaderElector", leader_election),
     Exercise("cluster-cache", "descheduler/kube/cache.py: ClusterCache over every kind", cluster_cache),
     Exercise("load-readers", "descheduler/loadsource: metrics.k8s.io and NodeMetric readers", load_readers),
+    Exercise(
+        "migration-reservation-first",
+        "descheduler/migration (Executor, MigrationController, ReservationFirst, PDB retries) and descheduler/events.py",
+        migration_reservation_first,
+    ),
+    Exercise("migration-evict-directly", "descheduler/migration: EvictDirectly", migration_evict_directly),
+    Exercise(
+        "migration-delete-policy",
+        "descheduler/migration: evictionPolicy Delete",
+        migration_delete_policy,
+        target=FIXTURES / "kustomize" / "evict-by-delete",
+    ),
 )
 
 

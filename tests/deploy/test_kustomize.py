@@ -10,7 +10,7 @@ from .deploy_support import FIXTURES, deploy_targets, find, kubectl_kustomize, t
 from .kustomize import KustomizeError, configmap_hash, render
 
 PATCHED_OVERLAY = FIXTURES / "kustomize" / "patched" / "overlay"
-ALL_TARGETS = [*deploy_targets(), PATCHED_OVERLAY]
+ALL_TARGETS = [*deploy_targets(), PATCHED_OVERLAY, FIXTURES / "kustomize" / "evict-by-delete"]
 
 
 def test_deploy_has_the_documented_kustomizations() -> None:

@@ -20,21 +20,7 @@ from .rbac import BindingError, Grant, Rule, grants_for, permissions, rbac_cover
 # Permissions the manifests grant for code no exercise runs yet: (verb, group, resource) → the code
 # that needs it. The no-extras test fails both for an unused permission missing here and for an
 # entry here that an exercise now uses, so this list can only shrink as exercises are added.
-_MIGRATION = "the migration controller (descheduler/migration/)"
-_EVENTS = "the event recorder (descheduler/events.py)"
-NOT_YET_EXERCISED: dict[tuple[str, str, str], str] = {
-    ("get", "", "pods"): _MIGRATION,
-    ("create", "", "pods/eviction"): _MIGRATION,
-    ("create", "", "events"): _EVENTS,
-    ("patch", "", "events"): _EVENTS,
-    **{
-        (verb, "descheduler.dev", plural): _MIGRATION
-        for verb in ("get", "create", "delete")
-        for plural in ("podmigrationjobs", "reservations")
-    },
-    ("update", "descheduler.dev", "podmigrationjobs/status"): _MIGRATION,
-    ("update", "descheduler.dev", "reservations/status"): _MIGRATION,
-}
+NOT_YET_EXERCISED: dict[tuple[str, str, str], str] = {}
 
 _recorded: dict[str, set[Access]] = {}
 
@@ -59,8 +45,19 @@ def _descheduler_accesses(all_accesses: dict[str, set[Access]]) -> set[Access]:
     return {a for e in EXERCISES if e.service_account == (NAMESPACE, SERVICE_ACCOUNT) for a in all_accesses[e.name]}
 
 
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
-@pytest.mark.parametrize("directory", controller_targets(), ids=target_id)
+def _checks() -> list[tuple[Path, Exercise]]:
+    """Each exercise against every kustomization that installs the controller, or against the one
+    that enables its opt-in feature."""
+    return [
+        (directory, exercise)
+        for exercise in EXERCISES
+        for directory in ([exercise.target] if exercise.target else controller_targets())
+    ]
+
+
+@pytest.mark.parametrize(
+    ("directory", "exercise"), _checks(), ids=lambda v: v.name if isinstance(v, Exercise) else target_id(v)
+)
 def test_every_call_the_code_makes_is_allowed(
     directory: Path, exercise: Exercise, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -70,6 +67,24 @@ def test_every_call_the_code_makes_is_allowed(
     assert not missing, f"{exercise.covers} makes calls {target_id(directory)} does not allow: " + "; ".join(
         map(str, missing)
     )
+
+
+@pytest.mark.parametrize("exercise", [e for e in EXERCISES if e.target], ids=lambda e: e.name)
+def test_opt_in_features_need_their_component(exercise: Exercise, all_accesses: dict[str, set[Access]]) -> None:
+    """The base alone refuses what an opt-in feature does; its component grants only what the feature uses."""
+    assert exercise.target is not None
+    accesses = all_accesses[exercise.name]
+    assert rbac_covers(_grants(BASE, exercise.service_account), accesses), f"the base already allows {exercise.name}"
+    base = {(p.verb, p.group, p.resource, p.name, p.namespace) for p in permissions(_grants(BASE))}
+    added = [
+        p
+        for p in permissions(_grants(exercise.target, exercise.service_account))
+        if (p.verb, p.group, p.resource, p.name, p.namespace) not in base
+    ]
+    assert added
+    users = {a for e in EXERCISES if e.target == exercise.target for a in all_accesses[e.name]}
+    unused = [str(p) for p in added if not any(p.used_by(a) for a in users)]
+    assert not unused, f"{target_id(exercise.target)} grants more than {exercise.name} uses: {unused}"
 
 
 def _role_rules() -> list[tuple[str, int]]:
