@@ -1,0 +1,173 @@
+"""`descheduler plan --kubeconfig` and `descheduler snapshot save` against a simulated cluster, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kube_support import node, pod
+
+from descheduler.kube import KubeClient
+from descheduler.kube.live import REDACTED, save_snapshot
+from descheduler.policy import default_policy
+from descheduler.sim.apiserver import FakeApiServer
+from descheduler.sim.cluster import SimulatedCluster
+from descheduler.sim.scenario import load_demo_scenario
+from descheduler.snapshot import SNAPSHOT_TIME_ANNOTATION, load_snapshot
+
+NODE_METRIC_POLICY = """\
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+loadSource: {type: nodeMetric}
+strategies:
+  - name: LowNodeLoad
+    args:
+      lowThresholds: {cpu: 30, memory: 30}
+      highThresholds: {cpu: 60, memory: 60}
+"""
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "descheduler", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimulatedCluster, Path, str]]:
+    """The demo scenario on a simulated cluster, five minutes in (metrics published), and its kubeconfig."""
+    with SimulatedCluster(load_demo_scenario()) as sim:
+        sim.advance(300)
+        config = sim.write_kubeconfig(tmp_path_factory.mktemp("kube") / "config")
+        now = datetime.fromtimestamp(sim.now, UTC).isoformat().replace("+00:00", "Z")
+        yield sim, config, now
+
+
+@pytest.mark.parametrize("load_source", ["metricsServer", "nodeMetric"])
+def test_plan_on_the_cluster_equals_plan_on_its_saved_snapshot(
+    cluster: tuple[SimulatedCluster, Path, str], tmp_path: Path, load_source: str
+) -> None:
+    _, config, now = cluster
+    policy: list[str] = []
+    if load_source == "nodeMetric":
+        (tmp_path / "policy.yaml").write_text(NODE_METRIC_POLICY)
+        policy = ["--policy", str(tmp_path / "policy.yaml")]
+    live = run("plan", "--kubeconfig", str(config), "--context", "fake", "--now", now, "-o", "json", *policy)
+    assert live.returncode == 0, live.stderr
+    saved = run("snapshot", "save", str(tmp_path / "cluster.yaml"), "--kubeconfig", str(config), *policy)
+    assert saved.returncode == 0, saved.stderr
+    replay = run("plan", "--snapshot", str(tmp_path / "cluster.yaml"), "--now", now, "-o", "json", *policy)
+    assert replay.returncode == 0, replay.stderr
+    live_plan, replayed_plan = json.loads(live.stdout), json.loads(replay.stdout)
+    assert live_plan["migrations"], "the demo cluster has hot nodes: the comparison must cover real moves"
+    assert live_plan == replayed_plan
+
+
+def test_a_saved_snapshot_is_a_list_stamped_with_the_time_it_was_read(
+    cluster: tuple[SimulatedCluster, Path, str], tmp_path: Path
+) -> None:
+    _, config, _ = cluster
+    path = tmp_path / "cluster.json"
+    result = run("snapshot", "save", str(path), "--kubeconfig", str(config))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(path.read_text())
+    assert document["kind"] == "List"
+    stamp = document["metadata"]["annotations"][SNAPSHOT_TIME_ANNOTATION]
+    kinds = {item["kind"] for item in document["items"]}
+    assert {"Node", "Pod", "Namespace", "ReplicaSet", "NodeMetrics", "PodMetrics"} <= kinds
+    assert all(item.get("apiVersion") for item in document["items"])
+    # Replayed without --now, the snapshot is evaluated at the moment it was read.
+    assert load_snapshot(path).now == datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    assert f"{path}: " in result.stderr and "Pod" in result.stderr
+
+
+def test_plan_exits_2_when_the_cluster_does_not_answer(tmp_path: Path) -> None:
+    server = FakeApiServer()  # never started: nothing listens on its port
+    server._port = _free_port()
+    config = server.write_kubeconfig(tmp_path / "config")
+    result = run("plan", "--kubeconfig", str(config), "-o", "json")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "cannot reach the cluster" in result.stderr and "does not answer" in result.stderr
+
+
+def test_plan_exits_2_and_plans_nothing_when_the_load_source_fails(
+    cluster: tuple[SimulatedCluster, Path, str],
+) -> None:
+    sim, config, now = cluster
+    sim.server.faults.fail_next(1000, path="^/apis/metrics.k8s.io/", status=503, message="metrics-server is down")
+    try:
+        result = run("plan", "--kubeconfig", str(config), "--now", now, "-o", "json")
+    finally:
+        sim.server.faults.clear()
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "metrics.k8s.io is unavailable (503" in result.stderr
+
+
+def test_plan_names_an_unknown_context(cluster: tuple[SimulatedCluster, Path, str]) -> None:
+    _, config, _ = cluster
+    result = run("plan", "--kubeconfig", str(config), "--context", "prod")
+    assert result.returncode == 1
+    assert "no context 'prod' in this kubeconfig (contexts: fake)" in result.stderr
+
+
+def test_plan_takes_one_source_only(cluster: tuple[SimulatedCluster, Path, str]) -> None:
+    _, config, _ = cluster
+    result = run("plan", "--demo", "--kubeconfig", str(config))
+    assert result.returncode == 1
+    assert "give exactly one of --snapshot PATH, --demo, or --kubeconfig" in result.stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ---------------------------------------------------------------- what the file holds
+
+
+def _pod_with_secrets() -> dict[str, Any]:
+    manifest = pod("app", node="n1")
+    manifest["metadata"]["annotations"] = {
+        "kubectl.kubernetes.io/last-applied-configuration": '{"env": "PASSWORD=hunter2"}',
+        "descheduler.alpha.kubernetes.io/evict": "true",
+    }
+    manifest["spec"]["containers"][0]["env"] = [
+        {"name": "PASSWORD", "value": "hunter2"},
+        {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+    ]
+    return manifest
+
+
+def test_saved_snapshot_redacts_env_values_and_the_last_applied_manifest(tmp_path: Path) -> None:
+    with FakeApiServer() as server:
+        server.store.load([node("n1"), _pod_with_secrets(), pod("orphan", node="gone")])
+        kube = KubeClient(server.configuration(), qps=0, burst=0)
+        try:
+            saved = save_snapshot(kube, default_policy(), tmp_path / "s.yaml", datetime(2026, 1, 15, tzinfo=UTC))
+        finally:
+            kube.close()
+    text = (tmp_path / "s.yaml").read_text()
+    assert "hunter2" not in text
+    items = yaml.safe_load(text)["items"]
+    [app] = [i for i in items if i["kind"] == "Pod"]
+    assert app["spec"]["containers"][0]["env"] == [
+        {"name": "PASSWORD", "value": REDACTED},
+        {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+    ]
+    assert app["metadata"]["annotations"] == {"descheduler.alpha.kubernetes.io/evict": "true"}
+    # The pod on a node that does not exist is left out (the file must load), and said so.
+    assert saved.counts["Pod"] == 1
+    assert saved.warnings == ("1 pod(s) bound to nodes that do not exist (e.g. default/orphan on gone): left out",)
+    assert [p.name for p in load_snapshot(tmp_path / "s.yaml").pods] == ["app"]
