@@ -152,7 +152,7 @@ def load_readers(scratch: Path) -> set[Access]:
 
 
 @contextmanager
-def _migration(
+def migration_harness(
     objects: list[dict[str, Any]] | None = None, *, eviction_policy: str = "Eviction"
 ) -> Iterator[tuple[Any, set[str]]]:
     """The migration tests' harness on a cluster with a hot node; yields it and the terminal phases."""
@@ -185,7 +185,7 @@ def migration_reservation_first(scratch: Path) -> set[Access]:
     from descheduler.planner import plan_cycle
     from tests.migration.conftest import NS, pdb
 
-    with _migration() as (harness, terminal):
+    with migration_harness() as (harness, terminal):
         plan, _ = plan_cycle(harness.snapshot(), harness.policy)
         names = harness.submit(plan)
         assert names, "the hot cluster planned no move"
@@ -208,7 +208,7 @@ def migration_reservation_first(scratch: Path) -> set[Access]:
 
 def migration_evict_directly(scratch: Path) -> set[Access]:
     """QuotaReclaim's mode: no Reservation, straight to the Eviction."""
-    with _migration() as (harness, terminal):
+    with migration_harness() as (harness, terminal):
         names = harness.submit(harness.plan_move("web-0", None, mode="EvictDirectly", strategy="QuotaReclaim"))
         _finish(harness, names, terminal)
         return harness.cluster.server.accesses.accesses()
@@ -216,10 +216,29 @@ def migration_evict_directly(scratch: Path) -> set[Access]:
 
 def migration_delete_policy(scratch: Path) -> set[Access]:
     """`evictionPolicy: Delete` (opt-in): a plain DELETE of the pod instead of the Eviction."""
-    with _migration(eviction_policy="Delete") as (harness, terminal):
+    with migration_harness(eviction_policy="Delete") as (harness, terminal):
         names = harness.submit(harness.plan_move("web-0", "node-c"))
         _finish(harness, names, terminal)
         return harness.cluster.server.accesses.accesses()
+
+
+def _cli(args: list[str]) -> str:
+    from typer.testing import CliRunner
+
+    from descheduler.cli import app
+
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, f"descheduler {' '.join(args)} failed: {result.output} {result.exception!r}"
+    return result.stdout
+
+
+def plan_live(scratch: Path) -> set[Access]:
+    """`descheduler plan --kubeconfig` (what the README says to run first), and `snapshot save`."""
+    with demo_cluster() as cluster:
+        kubeconfig = cluster.write_kubeconfig(scratch / "kubeconfig")
+        assert '"kind": "Plan"' in _cli(["plan", "--kubeconfig", str(kubeconfig), "-o", "json"])
+        _cli(["snapshot", "save", str(scratch / "snapshot.yaml"), "--kubeconfig", str(kubeconfig)])
+        return cluster.server.accesses.accesses()
 
 
 EXERCISES: tuple[Exercise, ...] = (
@@ -231,6 +250,7 @@ EXERCISES: tuple[Exercise, ...] = (
         "descheduler/migration (Executor, MigrationController, ReservationFirst, PDB retries) and descheduler/events.py",
         migration_reservation_first,
     ),
+    Exercise("plan-live", "descheduler plan --kubeconfig and descheduler snapshot save (CLI)", plan_live),
     Exercise("migration-evict-directly", "descheduler/migration: EvictDirectly", migration_evict_directly),
     Exercise(
         "migration-delete-policy",

@@ -192,6 +192,30 @@ def test_the_validator_checks_custom_resources_against_their_crd() -> None:
             validate_object(bad, ["1.31"], schemas)
 
 
+def test_the_objects_the_migration_code_writes_match_the_crds() -> None:
+    """What the code writes must fit the CRDs: the API server would drop unknown fields silently."""
+    from tests.migration.conftest import RESERVATIONS
+
+    from .exercises import migration_harness
+
+    schemas = _schemas()
+    seen: list[dict[str, Any]] = []
+    with migration_harness() as (harness, terminal):
+        [name] = harness.submit(harness.plan_move("web-0", "node-c"))
+        seen.append(harness.job(name))
+
+        def done() -> bool:
+            seen.extend(harness.cluster.store.list(RESERVATIONS))
+            return harness.phase(name) in terminal
+
+        harness.run(harness.controller(), 60, until=done)
+        seen.append(harness.job(name))
+    assert {o["kind"] for o in seen} == {"PodMigrationJob", "Reservation"}
+    assert seen[-1]["status"]["phase"] == "Succeeded" and seen[-1]["status"]["newPodRef"]
+    for obj in seen:
+        validate_object(obj, KUBERNETES_VERSIONS, schemas)
+
+
 # ---------------------------------------------------------------------- policies
 
 

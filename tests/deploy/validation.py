@@ -89,7 +89,8 @@ def openapi_to_json_schema(schema: dict[str, Any], *, root: bool = False) -> dic
         props = out.setdefault("properties", {})
         props.setdefault("apiVersion", {"type": "string"})
         props.setdefault("kind", {"type": "string"})
-        props.setdefault("metadata", {"type": "object"})
+        # ObjectMeta is the API server's to check (validate_custom checks it against the built-in schema).
+        props["metadata"] = {"type": "object"}
     return out
 
 
