@@ -27,7 +27,7 @@ from .deploy_support import (
     rendered,
     target_id,
 )
-from .kustomize import CLUSTER_SCOPED, KUSTOMIZATION_FILES
+from .kustomize import CLUSTER_SCOPED, KUSTOMIZATION_FILES, iter_kustomizations
 from .policy_copies import expected_copies
 from .validation import InvalidObject, crd_schemas, validate_object, validate_policy
 
@@ -365,3 +365,14 @@ def test_every_base_manifest_is_part_of_the_base() -> None:
     listed = set(spec["resources"]) | {f for g in spec.get("configMapGenerator") or [] for f in g.get("files") or []}
     on_disk = {str(f.relative_to(BASE)) for f in BASE.rglob("*.yaml") if f.name not in KUSTOMIZATION_FILES}
     assert on_disk == listed
+
+
+def test_the_readmes_name_every_kustomization() -> None:
+    readme = (ROOT / "README.md").read_text()
+    deploy_readme = (DEPLOY / "README.md").read_text()
+    for directory in iter_kustomizations(DEPLOY):
+        relative = str(directory.relative_to(ROOT))
+        if relative == "deploy/base/crds":
+            continue  # documented with the base
+        assert relative in readme or relative == "deploy/base", f"README.md does not mention {relative}"
+        assert str(directory.relative_to(DEPLOY)) + "/" in deploy_readme, f"deploy/README.md does not list {relative}"
