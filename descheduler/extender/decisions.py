@@ -63,6 +63,7 @@ class FilterDecision:
     reason: IntArray  # -1 where the node passed
     reasons: list[str]
     unresolvable: list[bool]  # per reason: preemption on the node would not help
+    steered: int = -1  # the reason given to every other node when the pod was steered to its Reservation
 
     @property
     def passed(self) -> BoolArray:
@@ -94,8 +95,8 @@ class _Reasons:
         else:
             self.reason[fresh] = ids[fresh]
 
-    def decision(self) -> FilterDecision:
-        return FilterDecision(self.reason, self.texts, self.unresolvable)
+    def decision(self, steered: int = -1) -> FilterDecision:
+        return FilterDecision(self.reason, self.texts, self.unresolvable, steered)
 
 
 def steering(pod: Pod, view: ClusterView) -> tuple[list[Reservation], list[Reservation]]:
@@ -119,8 +120,7 @@ def filter_rows(pod: Pod, view: ClusterView, facts: NodeFacts, rows: IntArray) -
         keys = ", ".join(sorted({term.topology_key for term in pod.anti_affinity}))
         out.mark(~anti_affinity_mask(pod, view).take(rows), out.id(ANTI_AFFINITY.format(keys=keys), False))
     _load(pod, view, owned, rows, out)
-    _steer(steer, table, rows, out)
-    return out.decision()
+    return out.decision(_steer(steer, table, rows, out))
 
 
 def _taints(pod: Pod, table: NodeTable, facts: NodeFacts, rows: IntArray, out: _Reasons) -> None:
@@ -193,18 +193,22 @@ def _load(pod: Pod, view: ClusterView, owned: Sequence[Reservation], rows: IntAr
     _mark_rows(out, where, np.array(ids, dtype=np.int64)[inverse.reshape(-1)])
 
 
-def _steer(steer: Sequence[Reservation], table: NodeTable, rows: IntArray, out: _Reasons) -> None:
-    """A pod that owns an Available Reservation on a node that passed goes there and nowhere else."""
+def _steer(steer: Sequence[Reservation], table: NodeTable, rows: IntArray, out: _Reasons) -> int:
+    """A pod that owns an Available Reservation on a node that passed goes there and nowhere else;
+    returns the reason the other nodes get (-1 when the pod was not steered)."""
     if not steer:
-        return
+        return -1
     targets = {table.index[r.node_name]: r for r in steer}
     passed = out.reason < 0
     on_target = np.isin(rows, list(targets)) & passed
     if not on_target.any():
-        return
-    held = sorted({(r.name, r.node_name) for row, r in targets.items() if row in set(rows[on_target].tolist())})
+        return -1
+    chosen = set(rows[on_target].tolist())
+    held = sorted({(r.name, r.node_name) for row, r in targets.items() if row in chosen})
     text = "; ".join(f"the pod's Reservation {name} holds room for it on node {node}" for name, node in held)
-    out.mark(passed & ~on_target, out.id(text, True))
+    steered = out.id(text, True)
+    out.mark(passed & ~on_target, steered)
+    return steered
 
 
 def extender_scores(pod: Pod, view: ClusterView, rows: IntArray) -> IntArray:

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 10262
 DEFAULT_MAX_BODY = 8 * 2**20  # 5,000 node names are ~100 KiB; full Nodes lists (not nodeCacheCapable) need more
+DISCARD_LIMIT = 64 * 2**20  # an oversized body up to this size is read and dropped; above it, the connection closes
 IDLE_TIMEOUT = 120.0  # seconds a kept-alive connection may sit idle (kube-scheduler reconnects)
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
@@ -93,19 +94,22 @@ def _handler(owner: ExtenderServer) -> type[BaseHTTPRequestHandler]:
             started = time.perf_counter()
             verb = self.path.split("?", 1)[0].rstrip("/").rpartition("/")[2]
             answer = verbs.get(verb)
-            if answer is None:
-                self._finish("other", 404, _error(f"no such verb {verb!r}: POST .../filter or .../prioritize"))
-                return
             try:
-                body = self._body()
+                body = self._body()  # read even for a wrong path: the connection stays in step
+                if answer is None:
+                    self._finish("other", 404, _error(f"no such verb {verb!r}: POST .../filter or .../prioritize"))
+                    return
                 code, out = 200, answer(body)
             except RequestError as err:
                 code, out = err.status, _error(err.reason)
-                if err.status == 413 or err.status == 411:
+                if err.status == 411:
                     self.close_connection = True  # the body was not read: the stream is unusable
             except Exception as err:  # a bug answers 500 for this request; the server stays up
                 log.exception("extender: %s failed", verb)
                 code, out = 500, _error(f"internal error: {type(err).__name__}: {err}")
+            if answer is None:
+                self._finish("other", code, out)
+                return
             self._finish(verb, code, out)
             durations[verb].observe(time.perf_counter() - started)
 
@@ -134,12 +138,27 @@ def _handler(owner: ExtenderServer) -> type[BaseHTTPRequestHandler]:
             if length < 0:
                 raise RequestError(f"Content-Length {length} is negative", status=411)
             if length > owner.max_body:
+                self._discard(length)
                 raise RequestError(f"body of {length} bytes exceeds the limit of {owner.max_body} bytes", status=413)
             body = self.rfile.read(length)
             if len(body) < length:
                 self.close_connection = True
                 raise RequestError(f"body ended after {len(body)} of {length} bytes")
             return body
+
+        def _discard(self, length: int) -> None:
+            """Read an oversized body to its end so the client sees the 413 rather than a reset
+            connection; a body past DISCARD_LIMIT is not worth reading: the connection is closed."""
+            if length > DISCARD_LIMIT:
+                self.close_connection = True
+                return
+            left = length
+            while left > 0:
+                chunk = self.rfile.read(min(left, 65536))
+                if not chunk:
+                    self.close_connection = True
+                    return
+                left -= len(chunk)
 
         def _finish(self, verb: str, code: int, body: bytes, content_type: str = JSON) -> None:
             counter = requests.get((verb, str(code)))

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -196,14 +196,17 @@ class Extender:
             candidates = self._candidates(state, request)
             state.asked_about(request.pod)
             decision = filter_rows(request.pod, state.view, state.facts, candidates.rows)
-            passed = np.ones(candidates.size, dtype=np.bool_)
+            # Names the table does not know pass (as a node without metrics does), unless the pod was
+            # steered to its Reservation: then every other node is refused.
+            passed = np.full(candidates.size, decision.steered < 0, dtype=np.bool_)
             passed[candidates.positions if candidates.positions is not None else slice(None)] = decision.passed
             refused = ~decision.passed
             failed_rows, reasons = candidates.rows[refused], decision.reason[refused]
             texts = [msgspec.json.encode(text) for text in decision.reasons]
             hopeless = np.array(decision.unresolvable, dtype=np.bool_)[reasons]
             failed = _failed_map(state, failed_rows[~hopeless], reasons[~hopeless], texts)
-            unresolvable = _failed_map(state, failed_rows[hopeless], reasons[hopeless], texts)
+            extra = [(q, texts[decision.steered]) for _, q in candidates.unknown] if decision.steered >= 0 else []
+            unresolvable = _failed_map(state, failed_rows[hopeless], reasons[hopeless], texts, extra)
             if request.node_items is not None:
                 items = [item for item, ok in zip(request.node_items, passed.tolist(), strict=True) if ok]
                 head = b'{"Nodes":' + msgspec.json.encode(protocol.NodeList(items=items)) + b',"NodeNames":null'
@@ -273,16 +276,24 @@ class Extender:
         return pod
 
 
-def _failed_map(state: ClusterState, rows: np.ndarray, reasons: np.ndarray, texts: list[bytes]) -> bytes:
-    """A FailedNodesMap as JSON, from pre-encoded `,"name":` pieces and the reasons' JSON strings."""
-    if not rows.size:
+def _failed_map(
+    state: ClusterState,
+    rows: np.ndarray,
+    reasons: np.ndarray,
+    texts: list[bytes],
+    extra: Sequence[tuple[bytes, bytes]] = (),
+) -> bytes:
+    """A FailedNodesMap as JSON, from pre-encoded `,"name":` pieces and the reasons' JSON strings;
+    `extra` adds (quoted name, JSON reason) pairs for names the table does not know."""
+    if not rows.size and not extra:
         return b"{}"
     pieces = np.empty(2 * rows.size, dtype=object)
     pieces[0::2] = state.keyed.take(rows)
     encoded = np.empty(len(texts), dtype=object)
     encoded[:] = texts
     pieces[1::2] = encoded[reasons]
-    return b"{" + b"".join(pieces.tolist())[1:] + b"}"
+    tail = [b"," + quoted + b":" + reason for quoted, reason in extra]
+    return b"{" + b"".join(pieces.tolist() + tail)[1:] + b"}"
 
 
 def _names_json(state: ClusterState, candidates: Candidates, passed: np.ndarray) -> bytes:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from tests.builders import loaded_node, pod, reservation, snapshot
-
 from descheduler.policy import default_policy
 from descheduler.scheduling import ClusterView, best_node, build_table, feasible, feasible_mask
 from descheduler.scheduling.predicates import owned_reservations
+from tests.builders import loaded_node, pod, reservation, snapshot
 
 
 def _view(objs: list[dict[str, object]]) -> ClusterView:
