@@ -241,6 +241,25 @@ def plan_live(scratch: Path) -> set[Access]:
         return cluster.server.accesses.accesses()
 
 
+def extender_source(scratch: Path) -> set[Access]:
+    """The scheduler extender's view of the cluster: its list-watch cache and the load reader, for
+    both load sources that read the API."""
+    from descheduler.extender.command import ExtenderOptions, cluster_source
+    from descheduler.policy import parse_policy
+
+    with demo_cluster() as cluster:
+        kubeconfig = cluster.write_kubeconfig(scratch / "kubeconfig")
+        for source in ("metricsServer", "nodeMetric"):
+            policy = parse_policy(
+                "apiVersion: descheduler.dev/v1alpha1\nkind: DeschedulerPolicy\n"
+                f"loadSource: {{type: {source}}}\nstrategies: []\n"
+            )
+            with cluster_source(policy, ExtenderOptions(kubeconfig=kubeconfig)) as view:
+                _wait(lambda view=view: view.not_ready() is None, 10, "the extender's view to be ready")
+                view.snapshot()
+        return cluster.server.accesses.accesses()
+
+
 EXERCISES: tuple[Exercise, ...] = (
     Exercise("leader-election", "descheduler/controller/leader.py: LeaderElector", leader_election),
     Exercise("cluster-cache", "descheduler/kube/cache.py: ClusterCache over every kind", cluster_cache),
@@ -251,6 +270,9 @@ EXERCISES: tuple[Exercise, ...] = (
         migration_reservation_first,
     ),
     Exercise("plan-live", "descheduler plan --kubeconfig and descheduler snapshot save (CLI)", plan_live),
+    Exercise(
+        "extender-source", "descheduler/extender/command.py: cluster_source (cache and load reader)", extender_source
+    ),
     Exercise("migration-evict-directly", "descheduler/migration: EvictDirectly", migration_evict_directly),
     Exercise(
         "migration-delete-policy",
