@@ -12,11 +12,13 @@ from typing import Annotated
 import typer
 
 from descheduler import __version__
+from descheduler.controller.cli import run_command
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender.command import extender_command
 from descheduler.kube.cli import ContextOption, KubeconfigOption, plan_snapshot, snapshot_app
 from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
 from descheduler.sim.cli import sim_app
+from descheduler.simulate.cli import simulate_command
 
 app = typer.Typer(
     name="descheduler",
@@ -30,6 +32,8 @@ app.add_typer(policy_app, name="policy")
 app.add_typer(sim_app, name="sim")
 app.add_typer(snapshot_app, name="snapshot")
 app.command("extender")(extender_command)
+app.command("run")(run_command)
+app.command("simulate")(simulate_command)
 
 
 class Output(StrEnum):
@@ -44,13 +48,13 @@ def demo_snapshot_path() -> Path:
     return Path(str(files("descheduler") / "demo" / "snapshot.yaml"))
 
 
-def _parse_now(value: str | None) -> datetime | None:
+def parse_time(value: str | None, option: str = "--now") -> datetime | None:
     if value is None:
         return None
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise InputError(f"{value!r} is not an RFC 3339 time (example: 2026-01-15T12:00:00Z)", field="--now") from None
+        raise InputError(f"{value!r} is not an RFC 3339 time (example: 2026-01-15T12:00:00Z)", field=option) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
@@ -82,9 +86,9 @@ def plan(
         raise InputError("give exactly one of --snapshot PATH, --demo, or --kubeconfig FILE [--context NAME]")
     loaded_policy = load_policy(policy) if policy is not None else default_policy()
     if live:
-        loaded = plan_snapshot(kubeconfig, context, loaded_policy, _parse_now(now))
+        loaded = plan_snapshot(kubeconfig, context, loaded_policy, parse_time(now))
     else:
-        loaded = load_snapshot(snapshot if snapshot is not None else demo_snapshot_path(), now=_parse_now(now))
+        loaded = load_snapshot(snapshot if snapshot is not None else demo_snapshot_path(), now=parse_time(now))
     result, _ = plan_cycle(loaded, loaded_policy)
     sys.stdout.write(render(result, output.value))
 

@@ -16,6 +16,7 @@ import structlog
 
 from descheduler import metrics
 from descheduler.errors import InputError
+from descheduler.events import EventRecorder, ObjectRef
 from descheduler.plan import Plan
 from descheduler.planner import plan_cycle
 from descheduler.policy import Policy
@@ -65,12 +66,16 @@ class PlanningLoop:
         clock: Callable[[], datetime],
         *,
         dry_run: bool = False,
+        recorder: EventRecorder | None = None,
     ) -> None:
+        """`recorder`: when given, a dry-run cycle writes a WouldDeschedule Event on each pod it
+        would move (the only write a dry run makes)."""
         self.source = source
         self.mover = mover
         self.policy = policy
         self.clock = clock
         self.dry_run = dry_run
+        self.recorder = recorder
         self.state: dict[str, Any] = {}
         self.last: CycleResult | None = None
         self.cycles = 0
@@ -106,6 +111,12 @@ class PlanningLoop:
         self._report(plan)
         dry = self.dry_run or policy.dry_run
         submitted = [] if dry or not plan.migrations else self.mover.submit(plan, snapshot)
+        if dry and self.recorder is not None:
+            uids = {p.key: p.uid for p in snapshot.pods}
+            for m in plan.migrations:
+                ref = ObjectRef("Pod", m.pod.name, m.pod.namespace, uids.get(str(m.pod), ""))
+                target = f" to {m.target_node}" if m.target_node else ""
+                self.recorder.normal(ref, "WouldDeschedule", f"dry run: {m.strategy} would move it{target}: {m.reason}")
         for strategy, count in _by_strategy(plan).items():
             metrics.MIGRATIONS.labels(strategy, "planned").inc(count)
         metrics.CYCLES.labels("planned").inc()

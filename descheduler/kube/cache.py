@@ -263,6 +263,11 @@ class ClusterCache:
                     problems.append(f"{name} watch failing for {age}s: {status.error}")
         return "; ".join(problems) if problems else None
 
+    def applied_versions(self) -> dict[str, int]:
+        """Per resource, the resourceVersion of the last event (or bookmark, or list) applied: a
+        caller that knows the version of a change can wait until the cache has seen it."""
+        return {r.kind.name: int(r.resource_version or 0) for r in self._reflectors}
+
     def status(self) -> dict[str, KindStatus]:
         with self._lock:
             return {

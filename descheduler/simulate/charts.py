@@ -137,7 +137,7 @@ th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; font-size:
 """
 
 
-MOVE_COLUMNS = ("job", "pod", "from", "to", "phase", "reason")
+MOVE_COLUMNS = ("job", "pod", "from", "to", "phase", "reason", "outcome")
 
 
 def _first(values: list[int]) -> str:

@@ -93,24 +93,26 @@ class SimulationRecord:
 
     def ping_pong(self) -> list[str]:
         """Moves whose replacement landed on a node that was above its high threshold at the next
-        cycle, and pods moved again after being placed by a move."""
+        cycle, and pods moved again by a later job after a move had placed them."""
         found: list[str] = []
-        replacements = {}
+        placed: dict[str, tuple[str, float]] = {}  # replacement pod (uid, else namespace/name) -> job, when
         for name, job in sorted(self.jobs.items()):
             status = job.get("status") or {}
             new = status.get("newPodRef") or {}
-            if _phase(job) == "Succeeded" and new.get("name"):
-                replacements[f"{new.get('namespace', '')}/{new['name']}"] = name
-                node = (job.get("spec") or {}).get("targetNode", "")
-                done = _seconds(status.get("completionTime"), self.began)
-                later = [c for c in self.cycles if done is not None and c.seconds >= done and c.classes]
-                if node and later and later[0].classes.get(node) == "high":
-                    found.append(f"{name}: the replacement landed on {node}, hot at the next cycle")
+            done = _seconds(status.get("completionTime"), self.began)
+            if _phase(job) != "Succeeded" or not new.get("name") or done is None:
+                continue
+            placed[_pod_key(new)] = (name, done)
+            node = status.get("targetNode") or (job.get("spec") or {}).get("targetNode", "")
+            later = [c for c in self.cycles if c.seconds >= done and c.classes]
+            if node and later and later[0].classes.get(node) == "high":
+                found.append(f"{name}: the replacement landed on {node}, hot at the next cycle")
         for name, job in sorted(self.jobs.items()):
             ref = (job.get("spec") or {}).get("podRef") or {}
-            key = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
-            if key in replacements:
-                found.append(f"{name}: moves {key}, which {replacements[key]} had just placed")
+            earlier = placed.get(_pod_key(ref))
+            created = _seconds(job["metadata"].get("creationTimestamp"), self.began)
+            if earlier and earlier[0] != name and created is not None and created >= earlier[1]:
+                found.append(f"{name}: moves {ref.get('namespace')}/{ref.get('name')}, which {earlier[0]} had placed")
         return found
 
     def hot_nodes(self) -> list[int]:
@@ -158,7 +160,10 @@ class SimulationRecord:
                     "from": self.sources.get(name, ""),
                     "to": ((job.get("status") or {}).get("targetNode") or spec.get("targetNode") or ""),
                     "phase": _phase(job),
-                    "reason": (job.get("status") or {}).get("reason") or spec.get("reason", ""),
+                    "reason": spec.get("reason", ""),
+                    "outcome": " ".join(
+                        str(v) for v in ((job.get("status") or {}).get(k) for k in ("reason", "message")) if v
+                    ),
                 }
                 for name, job in sorted(self.jobs.items())
                 for spec in [job.get("spec") or {}]
@@ -168,6 +173,10 @@ class SimulationRecord:
 
 def _phase(job: dict[str, Any]) -> str:
     return str((job.get("status") or {}).get("phase") or "Pending")
+
+
+def _pod_key(ref: dict[str, Any]) -> str:
+    return str(ref.get("uid") or f"{ref.get('namespace', '')}/{ref.get('name', '')}")
 
 
 def _evicted(job: dict[str, Any]) -> bool:

@@ -103,6 +103,14 @@ class Store:
         with self.lock:
             return self._rv
 
+    def last_change(self, resource: ResourceRef) -> int:
+        """The resourceVersion of the latest change to a resource through the API or a component
+        (0 when none since it was loaded): a watcher that has applied it has seen everything."""
+        rt = self.resolve(resource)
+        with self.lock:
+            history = self._history[rt]
+            return history[-1].entry.rv if history else 0
+
     def resolve(self, resource: ResourceRef) -> ResourceType:
         return self.table.resolve(resource)
 

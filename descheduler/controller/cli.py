@@ -1,0 +1,64 @@
+"""Typer commands of the controller: `descheduler run`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from descheduler.kube.cli import ContextOption, KubeconfigOption
+
+
+def run_command(
+    policy: Annotated[Path, typer.Option("--policy", "-p", help="policy file (mounted from the ConfigMap)")],
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="plan, log and count; move nothing")] = False,
+    dry_run_events: Annotated[
+        bool, typer.Option("--dry-run-events", help="with --dry-run: a WouldDeschedule Event on each pod")
+    ] = False,
+    leader_elect: Annotated[
+        bool, typer.Option("--leader-elect/--no-leader-elect", help="only the Lease holder acts")
+    ] = True,
+    lease_name: Annotated[str, typer.Option("--lease-name", help="name of the leader election Lease")] = "descheduler",
+    lease_namespace: Annotated[
+        str, typer.Option("--lease-namespace", help="namespace of the Lease (default: the pod's namespace)")
+    ] = "",
+    identity: Annotated[str, typer.Option("--identity", help="leader election identity (default: $POD_NAME)")] = "",
+    policy_configmap: Annotated[
+        str, typer.Option("--policy-configmap", help="ConfigMap the policy comes from (Events about it go there)")
+    ] = "descheduler-policy",
+    port: Annotated[int, typer.Option("--port", help="port of /metrics, /healthz and /readyz")] = 8080,
+    qps: Annotated[float, typer.Option("--qps", help="API requests per second (client-side limit)", min=0.1)] = 50.0,
+    burst: Annotated[int, typer.Option("--burst", help="API request burst", min=1)] = 100,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
+    log_format: Annotated[str, typer.Option("--log-format", help="auto (JSON unless a TTY), json or console")] = "auto",
+) -> None:
+    """The in-cluster controller: plan every interval, move pods reservation-first, as the leader."""
+    from descheduler.controller.command import RunOptions, run
+    from descheduler.errors import InputError
+
+    if log_format not in ("auto", "json", "console"):
+        raise InputError(f"{log_format!r} is not one of auto, json, console", field="--log-format")
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise InputError(f"{log_level!r} is not one of debug, info, warning, error", field="--log-level")
+    options = RunOptions(
+        policy=policy,
+        kubeconfig=kubeconfig,
+        context=context,
+        dry_run=dry_run,
+        dry_run_events=dry_run_events,
+        leader_elect=leader_elect,
+        lease_name=lease_name,
+        lease_namespace=lease_namespace,
+        identity=identity,
+        policy_configmap=policy_configmap,
+        port=port,
+        qps=qps,
+        burst=burst,
+        log_level=log_level,
+        log_format=log_format,  # type: ignore[arg-type]
+    )
+    sys.exit(run(options))

@@ -1,0 +1,128 @@
+"""`descheduler run`: the in-cluster controller, assembled from its parts."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import structlog
+
+from descheduler.controller.cycle import PlanningLoop
+from descheduler.controller.leader import LeaderElector, LeaseConfig
+from descheduler.controller.logs import Format, configure_logging
+from descheduler.controller.process import ControllerProcess, Options
+from descheduler.controller.reload import PolicyFile
+from descheduler.controller.source import ClusterSource
+from descheduler.events import EventRecorder, ObjectRef
+from descheduler.kube import CLUSTER_KINDS, ClusterCache, connect
+from descheduler.loadsource import cache_kinds
+from descheduler.migration.controller import MigrationController
+from descheduler.migration.executor import Executor
+from descheduler.policy import PolicyError
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class RunOptions:
+    policy: Path
+    kubeconfig: Path | None = None
+    context: str | None = None
+    dry_run: bool = False
+    dry_run_events: bool = False
+    leader_elect: bool = True
+    lease_name: str = "descheduler"
+    lease_namespace: str = ""
+    identity: str = ""
+    policy_configmap: str = "descheduler-policy"
+    host: str = "0.0.0.0"  # probes and scrapes come from outside the pod
+    port: int = 8080
+    qps: float = 50.0
+    burst: int = 100
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    log_level: str = "info"
+    log_format: Format = "auto"
+
+
+def pod_namespace() -> str:
+    """The namespace the process runs in (downward API, then the service account mount)."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    mounted = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+    return mounted.read_text().strip() if mounted.is_file() else "default"
+
+
+def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> int:
+    """Run until SIGTERM (0) or a lost lease (1). An invalid policy at start raises PolicyError (exit 1)
+    before anything touches the cluster; an unreachable cluster raises ClusterUnreachableError (exit 2)."""
+    configure_logging(options.log_level, options.log_format)
+    namespace = options.lease_namespace or pod_namespace()
+    recorder: list[EventRecorder] = []
+
+    def on_policy_error(err: PolicyError) -> None:
+        if recorder:
+            ref = ObjectRef("ConfigMap", options.policy_configmap, namespace)
+            recorder[0].warning(ref, "InvalidPolicy", f"{err}\nthe last valid policy stays in force")
+
+    policy_file = PolicyFile(options.policy, on_error=on_policy_error)
+    policy = policy_file.policy
+    kube = connect(options.kubeconfig, options.context, qps=options.qps, burst=options.burst)
+    events = EventRecorder(kube.api_client, clock=clock)
+    recorder.append(events)
+    cache = ClusterCache(kube, kinds=(*CLUSTER_KINDS, *cache_kinds(policy.load_source))).start()
+    source = ClusterSource(kube, cache)
+    current = lambda: policy_file.policy  # noqa: E731 - read on every use: reloads take effect
+    loop = PlanningLoop(
+        source,
+        Executor(kube.api_client, current),
+        current,
+        clock,
+        dry_run=options.dry_run,
+        recorder=events if options.dry_run_events else None,
+    )
+    migration = (
+        None
+        if options.dry_run
+        else MigrationController(kube.api_client, current, source.snapshot_now(clock, current), clock, events)
+    )
+    identity = options.identity or os.environ.get("POD_NAME") or socket.gethostname()
+    lease = LeaseConfig(
+        namespace=namespace,
+        name=options.lease_name,
+        identity=identity,
+        lease_duration=options.lease_duration,
+        renew_deadline=options.renew_deadline,
+        retry_period=options.retry_period,
+    )
+
+    def elector(started: Callable[[], None], stopped: Callable[[], None]) -> LeaderElector:
+        return LeaderElector(kube.api_client, lease, on_started=started, on_stopped=stopped)
+
+    process = ControllerProcess(
+        policy_file,
+        loop,
+        migration,
+        elector if options.leader_elect else None,
+        Options(health_host=options.host, health_port=options.port),
+    )
+    log.info(
+        "descheduler starting",
+        policy=str(options.policy),
+        cluster=kube.host,
+        identity=identity,
+        lease=f"{namespace}/{options.lease_name}" if options.leader_elect else None,
+        dry_run=options.dry_run or policy.dry_run,
+        port=process.health.port,
+    )
+    try:
+        return process.run()
+    finally:
+        cache.stop()
+        source.close()
+        kube.close()

@@ -1,0 +1,184 @@
+"""Run the real controller parts against a simulated cluster on simulated time.
+
+The planning loop, the executor, the migration controller, the list-watch cache and the load
+reader are the ones `descheduler run` uses, talking to the simulated API server over HTTP with
+the official client. Only the driver differs: instead of APScheduler and wall time, simulated time
+advances tick by tick, a cycle runs every `interval` of it, and the migration controller every
+`migration_period`; before each of them the cache is given the moment it needs to catch up with
+what the simulated components just wrote (as a real controller's watch would, a little later).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from descheduler import metrics
+from descheduler.controller.cycle import PlanningLoop
+from descheduler.controller.source import ClusterSource
+from descheduler.events import EventRecorder
+from descheduler.kube import CLUSTER_KINDS, ClusterCache, KubeClient, connect
+from descheduler.loadsource import cache_kinds
+from descheduler.migration.controller import MigrationController
+from descheduler.migration.executor import Executor
+from descheduler.migration.objects import LABEL_JOB
+from descheduler.policy import Policy
+from descheduler.sim.cluster import SimulatedCluster
+from descheduler.sim.scenario import LoadedScenario
+from descheduler.simulate.record import PMJ, RESERVATION, TERMINAL, SimulationRecord
+
+log = structlog.get_logger(__name__)
+
+SETTLE_TIMEOUT = 5.0
+
+
+@dataclass(slots=True)
+class SimulationOptions:
+    cycles: int = 10
+    warmup_seconds: float = 90.0  # pods start, metrics are published before the first cycle
+    migration_period: float = 5.0
+    drain_seconds: float = 300.0  # after the last cycle: let jobs in flight finish (bounded)
+
+
+def settle(cache: ClusterCache, cluster: SimulatedCluster, timeout: float = SETTLE_TIMEOUT) -> bool:
+    """Wait until the cache has applied every change the simulated cluster has made so far."""
+    targets = {kind.name: cluster.store.last_change(kind.name) for kind in cache.kinds}
+    deadline = time.monotonic() + timeout
+    while True:
+        applied = cache.applied_versions()
+        if all(applied.get(kind, 0) >= rv for kind, rv in targets.items()):
+            return True
+        if time.monotonic() > deadline:
+            late = sorted(kind for kind, rv in targets.items() if applied.get(kind, 0) < rv)
+            log.warning("the cache did not catch up with the simulated cluster", kinds=late)
+            return False
+        time.sleep(0.002)
+
+
+class Simulation:
+    """One run: a simulated cluster, the controller parts on it, and the record of what happened."""
+
+    def __init__(
+        self,
+        scenario: LoadedScenario,
+        policy: Policy,
+        options: SimulationOptions | None = None,
+        *,
+        start: float | None = None,
+    ) -> None:
+        """`start`: simulated time at the beginning (default: the scenario's, else now)."""
+        self.options = options or SimulationOptions()
+        self.policy = policy
+        self.cluster = SimulatedCluster(scenario, start=start)
+        self._tmp = tempfile.TemporaryDirectory(prefix="descheduler-simulate-")
+        self.kube: KubeClient | None = None
+        self.cache: ClusterCache | None = None
+        self.record = SimulationRecord(policy, began=self.cluster.now)
+
+    def clock(self) -> datetime:
+        return datetime.fromtimestamp(self.cluster.now, UTC)
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationRecord:
+        options, policy = self.options, self.policy
+        cluster = self.cluster.start()
+        try:
+            kubeconfig = cluster.write_kubeconfig(Path(self._tmp.name) / "kubeconfig")
+            self.kube = kube = connect(kubeconfig, None, qps=10_000, burst=10_000)
+            self.cache = cache = ClusterCache(kube, kinds=(*CLUSTER_KINDS, *cache_kinds(policy.load_source)))
+            cache.start()
+            if not cache.wait_synced(30):
+                raise RuntimeError(f"the cache did not sync with the simulated cluster: {cache.not_ready()}")
+            source = ClusterSource(kube, cache)
+            current = lambda: policy  # noqa: E731
+            events = EventRecorder(kube.api_client, clock=self.clock)
+            loop = PlanningLoop(source, Executor(kube.api_client, current), current, self.clock)
+            migration = MigrationController(
+                kube.api_client, current, source.snapshot_now(self.clock, current), self.clock, events
+            )
+            evictions_before = metrics.sample("descheduler_evictions_total", {"result": "success"})
+            self.record.began = cluster.now
+            self._advance(options.warmup_seconds, None)
+            interval = policy.interval.total_seconds()
+            for index in range(options.cycles):
+                settle(cache, cluster)
+                self.record.on_cycle(cluster.now, loop.run_cycle())
+                if progress is not None:
+                    progress(index + 1, options.cycles)
+                self._advance(interval, migration)
+            self._drain(migration)
+            self.record.evictions = round(
+                metrics.sample("descheduler_evictions_total", {"result": "success"}) - evictions_before
+            )
+            self.record.orphan_reservations = self._orphans()
+            source.close()
+            return self.record
+        finally:
+            self.close()
+
+    def _advance(self, seconds: float, migration: MigrationController | None) -> None:
+        """Advance simulated time; run the migration controller every `migration_period`."""
+        period = self.options.migration_period
+        cluster = self.cluster
+        end = cluster.now + seconds
+        while cluster.now < end - 1e-9:
+            cluster.advance(min(period, end - cluster.now))
+            if migration is not None and self.cache is not None:
+                settle(self.cache, cluster)
+                migration.reconcile_once()
+                self._observe()
+
+    def _observe(self) -> None:
+        store = self.cluster.store
+        self.record.on_step(store.list(PMJ_PATH), store.list("pods"))
+
+    def _drain(self, migration: MigrationController) -> None:
+        """Let the jobs in flight end (bounded), so the report counts outcomes, not snapshots."""
+        waited = 0.0
+        while waited < self.options.drain_seconds and self._active_jobs():
+            self._advance(self.options.migration_period, migration)
+            waited += self.options.migration_period
+
+    def _active_jobs(self) -> bool:
+        return any((job.get("status") or {}).get("phase") not in TERMINAL for job in self.cluster.store.list(PMJ_PATH))
+
+    def _orphans(self) -> list[str]:
+        """Reservations still holding room whose job is gone or finished."""
+        store = self.cluster.store
+        live = {job["metadata"]["name"] for job in store.list(PMJ_PATH) if _phase(job) not in TERMINAL}
+        orphans = []
+        for reservation in store.list(RESERVATION_PATH):
+            status = reservation.get("status") or {}
+            if status.get("phase") in ("Consumed", "Expired", "Failed"):
+                continue
+            owners = {
+                ref.get("name")
+                for ref in reservation["metadata"].get("ownerReferences") or []
+                if ref.get("kind") == "PodMigrationJob"
+            }
+            owners.add((reservation["metadata"].get("labels") or {}).get(LABEL_JOB))
+            if not owners & live:
+                orphans.append(reservation["metadata"]["name"])
+        return sorted(orphans)
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.stop()
+        if self.kube is not None:
+            self.kube.close()
+        self.cluster.stop()
+        self._tmp.cleanup()
+
+
+def _phase(job: dict[str, Any]) -> str:
+    return str((job.get("status") or {}).get("phase") or "Pending")
+
+
+PMJ_PATH = ".".join((PMJ[2], PMJ[0]))
+RESERVATION_PATH = ".".join((RESERVATION[2], RESERVATION[0]))
