@@ -148,7 +148,9 @@ def _fit(pod: Pod, view: ClusterView, owned: Sequence[Reservation], rows: IntArr
     # Only the refused rows are looked at resource by resource.
     picked = rows.take(where)
     free = check.free.take(picked, axis=0)
-    first = np.argmax(free < check.need, axis=1)
+    # The first short resource by name, as the scalar predicate words it.
+    by_name = np.argsort([table.resources[int(c)] for c in check.columns], kind="stable")
+    first = by_name[np.argmax((free < check.need)[:, by_name], axis=1)]
     held = (free + check.others_reserved.take(picked, axis=0) >= check.need)[np.arange(where.size), first]
     # One reason per (resource, whether reservations hold the missing room).
     unique, inverse = np.unique(first * 2 + held, return_inverse=True)
