@@ -1,0 +1,322 @@
+"""Time the extender: one filter + prioritize pair per pod, as kube-scheduler sends them.
+
+Target (scheduling-core.md §7, testing.md §4): 5,000 candidate node names, p99 ≤ 10 ms per pair,
+≥ 1,000 pods/s sustained on one core. Each pod's NodeNames come in a fresh random order (kube-
+scheduler collects feasible nodes from 16 parallel workers), the prioritize call carries the
+filter's answer (as kube-scheduler passes it on), and each pod is then reported bound to the
+node the extender scored best (the cache's watch event), so the assumed-pods ledger is exercised.
+
+    .venv/bin/python -m benchmarks.bench_extender [--nodes 5000] [--pods 150000] [--requests 2000]
+        [--candidates 5000] [--mode in-process|http|both] [--refresh]
+
+`http`: the extender serves from a child process pinned to CPU 0, the client runs pinned to CPU 1;
+the server's CPU time per pair is reported next to the wall-clock rate. `--refresh`: the state is
+also rebuilt in the background (as a changing cluster makes it), to show its effect on latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import platform
+import random
+import resource
+import statistics
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import msgspec
+
+from benchmarks.cluster import generated_snapshot
+from descheduler.extender import Extender, ExtenderServer, RefreshTiming
+from descheduler.extender.sources import BindingHook
+from descheduler.model import OwnerRef, Pod
+from descheduler.policy import default_policy
+from descheduler.resources import Resources
+from descheduler.snapshot import Snapshot
+
+
+class MemorySource:
+    """A generated snapshot held in memory; `changing` makes every generation new (a busy cluster)."""
+
+    def __init__(self, snapshot: Snapshot, changing: bool = False) -> None:
+        self._snapshot = snapshot
+        self._changing = changing
+        self._calls = 0
+
+    def not_ready(self) -> str | None:
+        return None
+
+    def generation(self) -> Hashable:
+        self._calls += self._changing
+        return self._calls
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def watch_bindings(self, hook: BindingHook) -> None:
+        pass
+
+
+def pod_json(i: int) -> dict[str, Any]:
+    """A pending pod as kube-scheduler marshals it (about 2 KiB)."""
+    cpu, memory = random.Random(i).choice([("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "4Gi")])
+    return {
+        "metadata": {
+            "name": f"web-{i:06d}",
+            "generateName": "web-",
+            "namespace": f"ns-{i % 50}",
+            "uid": f"bench-{i}",
+            "resourceVersion": "123456",
+            "creationTimestamp": "2026-01-15T12:00:00Z",
+            "labels": {"app": f"web-{i % 40}", "pod-template-hash": "7d9f5"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"web-{i % 40}",
+                    "uid": f"rs-web-{i % 40}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "volumes": [
+                {"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
+            ],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example/web:1.0",
+                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}},
+                    "terminationMessagePath": "/dev/termination-log",
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "schedulerName": "load-aware-scheduler",
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+            ],
+            "priority": 0,
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+        },
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+
+
+def bound_record(i: int, raw: dict[str, Any], node: str) -> Pod:
+    """What the cache would hand the extender once the pod is bound (requests only matter here)."""
+    requests = raw["spec"]["containers"][0]["resources"]["requests"]
+    from descheduler.quantity import to_units
+
+    meta = raw["metadata"]
+    return Pod(
+        namespace=meta["namespace"],
+        name=meta["name"],
+        uid=meta["uid"],
+        node_name=node,
+        phase="Pending",
+        owner=OwnerRef(
+            kind="ReplicaSet", name=meta["labels"]["app"], uid=f"rs-{meta['labels']['app']}", controller=True
+        ),
+        requests=Resources({k: to_units(k, v) for k, v in requests.items()}),
+        limits=Resources({"memory": to_units("memory", requests["memory"])}),
+    )
+
+
+@dataclass
+class Bodies:
+    pods: list[bytes]
+    names: list[bytes]  # one shuffled NodeNames array per request
+
+
+def make_bodies(snapshot: Snapshot, requests: int, candidates: int, seed: int = 1) -> Bodies:
+    rng = random.Random(seed)
+    all_names = [n.name for n in snapshot.nodes]
+    pods, names = [], []
+    for i in range(requests):
+        chosen = rng.sample(all_names, min(candidates, len(all_names)))
+        pods.append(msgspec.json.encode(pod_json(i)))
+        names.append(msgspec.json.encode(chosen))
+    return Bodies(pods, names)
+
+
+def _args(pod: bytes, names: bytes) -> bytes:
+    return b'{"Pod":' + pod + b',"Nodes":null,"NodeNames":' + names + b"}"
+
+
+def _names_of(filter_answer: bytes) -> bytes:
+    start = filter_answer.index(b'"NodeNames":') + len(b'"NodeNames":')
+    return filter_answer[start : filter_answer.index(b',"FailedNodes"', start)]
+
+
+def _best(prioritize_answer: bytes) -> str:
+    hosts = json.loads(prioritize_answer)
+    return str(max(hosts, key=lambda h: h["Score"])["Host"]) if hosts else ""
+
+
+def _percentiles(samples: list[float]) -> str:
+    ordered = sorted(samples)
+
+    def p(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    median, top = statistics.median(ordered) * 1000, ordered[-1] * 1000
+    return f"p50 {median:.2f} ms, p90 {p(0.9):.2f}, p99 {p(0.99):.2f}, max {top:.2f}"
+
+
+def run_pairs(
+    bodies: Bodies,
+    filter_: Callable[[bytes], bytes],
+    prioritize: Callable[[bytes], bytes],
+    bound: Callable[[int, str], None] | None,
+) -> tuple[list[float], float]:
+    latencies = []
+    started = time.perf_counter()
+    for i, (pod, names) in enumerate(zip(bodies.pods, bodies.names, strict=True)):
+        t0 = time.perf_counter()
+        passed = _names_of(filter_(_args(pod, names)))
+        answer = prioritize(_args(pod, passed))
+        latencies.append(time.perf_counter() - t0)
+        if bound is not None:
+            bound(i, _best(answer))
+    return latencies, time.perf_counter() - started
+
+
+def in_process(snapshot: Snapshot, bodies: Bodies, refresh: bool) -> None:
+    extender = Extender(
+        MemorySource(snapshot, changing=refresh),
+        default_policy().scheduling,
+        timing=RefreshTiming(interval=1.0, build_share=1.0),
+    )
+    started = time.perf_counter()
+    extender.refresh(force=True)
+    print(f"state build (node table + encoded pieces): {time.perf_counter() - started:.2f} s")
+    if refresh:
+        extender.start()
+    raw = [json.loads(p) for p in bodies.pods]
+
+    def bound(i: int, node: str) -> None:
+        if node:
+            extender.observe_binding(bound_record(i, raw[i], node), node)
+
+    # Warm-up (first-use caches), then the measured run.
+    warm = Bodies(bodies.pods[:50], bodies.names[:50])
+    run_pairs(warm, extender.filter, extender.prioritize, None)
+    cpu0 = time.process_time()
+    latencies, wall = run_pairs(bodies, extender.filter, extender.prioritize, bound)
+    cpu = time.process_time() - cpu0
+    extender.stop()
+    n = len(latencies)
+    rates = f"{n / wall:.0f} pods/s wall, {n / cpu:.0f} pods/s per CPU-second"
+    print(f"in-process, {n} pairs: {_percentiles(latencies)}; {rates}")
+
+
+def _serve(snapshot: Snapshot, refresh: bool, ready: Connection, done: Connection) -> None:
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {0})
+    extender = Extender(
+        MemorySource(snapshot, changing=refresh),
+        default_policy().scheduling,
+        timing=RefreshTiming(interval=1.0, build_share=1.0),
+    )
+    extender.refresh(force=True)
+    if refresh:
+        extender.start()
+    server = ExtenderServer(extender, "127.0.0.1", 0).start()
+    ready.send(server.port)
+    done.recv()  # the client is about to start the measured run
+    start = resource.getrusage(resource.RUSAGE_SELF)
+    done.recv()  # the run is over
+    end = resource.getrusage(resource.RUSAGE_SELF)
+    done.send((end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime))
+    server.stop()
+    extender.stop()
+
+
+def over_http(snapshot: Snapshot, bodies: Bodies, refresh: bool) -> None:
+    ctx = multiprocessing.get_context("fork")
+    ready_parent, ready_child = ctx.Pipe()
+    done_parent, done_child = ctx.Pipe()
+    child = ctx.Process(target=_serve, args=(snapshot, refresh, ready_child, done_child), daemon=True)
+    child.start()
+    port = ready_parent.recv()
+    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {1})
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+
+    def call(verb: str) -> Callable[[bytes], bytes]:
+        def send(body: bytes) -> bytes:
+            conn.request("POST", f"/{verb}", body, {"Content-Type": "application/json"})
+            response = conn.getresponse()
+            data = response.read()
+            if response.status != 200:
+                raise RuntimeError(f"{verb}: {response.status} {data[:200]!r}")
+            return data
+
+        return send
+
+    run_pairs(Bodies(bodies.pods[:50], bodies.names[:50]), call("filter"), call("prioritize"), None)
+    done_parent.send("start")
+    latencies, wall = run_pairs(bodies, call("filter"), call("prioritize"), None)
+    done_parent.send("stop")
+    server_cpu = done_parent.recv()
+    conn.close()
+    child.join(10)
+    n = len(latencies)
+    print(
+        f"HTTP on loopback, {n} pairs: {_percentiles(latencies)}; {n / wall:.0f} pods/s wall; "
+        f"server {server_cpu / n * 1000:.2f} ms CPU per pair = {n / server_cpu:.0f} pods/s per server CPU-second"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150_000, help="pods already running in the cluster")
+    parser.add_argument("--requests", type=int, default=2000, help="filter+prioritize pairs to time")
+    parser.add_argument("--candidates", type=int, default=0, help="node names per request (default: all nodes)")
+    parser.add_argument("--mode", choices=("in-process", "http", "both"), default="both")
+    parser.add_argument("--refresh", action="store_true", help="rebuild the state in the background meanwhile")
+    options = parser.parse_args()
+    candidates = options.candidates or options.nodes
+    print(
+        f"python {platform.python_version()}, {os.cpu_count()} cores; {options.nodes} nodes, {options.pods} pods; "
+        f"{candidates} candidate names per request{', background refresh' if options.refresh else ''}"
+    )
+    started = time.perf_counter()
+    snapshot = generated_snapshot(options.nodes, options.pods)
+    bodies = make_bodies(snapshot, options.requests, candidates)
+    print(f"generate cluster and requests: {time.perf_counter() - started:.1f} s")
+    if options.mode in ("in-process", "both"):
+        in_process(snapshot, bodies, options.refresh)
+    if options.mode in ("http", "both"):
+        over_http(snapshot, bodies, options.refresh)
+
+
+if __name__ == "__main__":
+    main()
