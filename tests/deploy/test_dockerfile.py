@@ -92,18 +92,33 @@ def test_the_image_label_carries_the_package_version() -> None:
     assert f'org.opencontainers.image.version="{version}"' in GOOD
 
 
-def test_the_build_context_has_what_the_dockerfile_copies_and_nothing_private() -> None:
-    ignore = (ROOT / ".dockerignore").read_text().splitlines()
-    copied = [
+def _copied_from_context() -> list[str]:
+    """Sources of every COPY from the build context (not from another stage)."""
+    return [
         source
         for stage in stages(GOOD)
         for c in stage.commands
         if c.cmd.upper() == "COPY" and not any(f.startswith("--from") for f in c.flags)
         for source in c.value[:-1]
     ]
+
+
+def test_the_build_context_has_what_the_dockerfile_copies_and_nothing_private() -> None:
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    copied = _copied_from_context()
     assert copied
     for source in copied:
         assert (ROOT / source).exists(), source
         assert not dockerignore_excludes(ignore, source), f"{source} is copied but .dockerignore excludes it"
     for private in (".git", ".venv", "descheduler/__pycache__", "descheduler/x/__pycache__/a.pyc", ".env", "tests"):
         assert dockerignore_excludes(ignore, private), f".dockerignore lets {private} into the build context"
+
+
+def test_the_image_copies_what_the_package_build_reads() -> None:
+    """`pip install .` in the build stage sees only what was copied: pyproject.toml, its readme, the packages."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    copied = set(_copied_from_context())
+    assert {"pyproject.toml", project["project"]["readme"]} <= copied
+    patterns = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {p.rstrip("*") for p in patterns}
+    assert packages <= copied, f"the Dockerfile does not copy {packages - copied}"
