@@ -9,6 +9,11 @@ cover a new code path, write a function taking a scratch directory and add it to
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -260,7 +265,70 @@ def extender_source(scratch: Path) -> set[Access]:
         return cluster.server.accesses.accesses()
 
 
+_RUN_POLICY = """\
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+interval: 2s
+strategies:
+  - name: LowNodeLoad
+    args: {highThresholds: {cpu: 70}, lowThresholds: {cpu: 45}}
+"""
+
+
+def descheduler_run(scratch: Path) -> set[Access]:
+    """`descheduler run` as a process, as the Deployment starts it: it takes the Lease, plans on the
+    demo's hot nodes, submits and drives PodMigrationJobs, then releases the Lease on SIGTERM."""
+    policy = scratch / "policy.yaml"
+    policy.write_text(_RUN_POLICY)
+    with demo_cluster() as cluster:
+        stop = threading.Event()
+        ticker = threading.Thread(target=cluster.run_realtime, args=(stop,), daemon=True)
+        ticker.start()
+        kubeconfig = cluster.write_kubeconfig(scratch / "kubeconfig")
+        command = [sys.executable, "-m", "descheduler", "run", "--policy", str(policy), "--kubeconfig", str(kubeconfig)]
+        command += [
+            "--port",
+            str(_free_port()),
+            "--retry-period",
+            "0.25",
+            "--renew-deadline",
+            "2",
+            "--lease-duration",
+            "3",
+        ]
+        env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "POD_NAME": "descheduler-0", "PYTHONUNBUFFERED": "1"}
+        with (scratch / "run.log").open("w") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+            try:
+                _wait(
+                    lambda: any((j.get("status") or {}).get("phase") == "Running" for j in cluster.store.list(_JOBS)),
+                    30,
+                    "the controller to start a PodMigrationJob",
+                )
+                process.send_signal(signal.SIGTERM)
+                assert process.wait(20) == 0, (scratch / "run.log").read_text()[-2000:]
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+                stop.set()
+                ticker.join(5)
+        released = cluster.store.get("leases.coordination.k8s.io", "descheduler", NAMESPACE)
+        assert not released["spec"].get("holderIdentity"), "the Lease was not released on SIGTERM"
+        return cluster.server.accesses.accesses()
+
+
+_JOBS = "podmigrationjobs.descheduler.dev"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 EXERCISES: tuple[Exercise, ...] = (
+    Exercise("descheduler-run", "descheduler run: the controller process, as the Deployment runs it", descheduler_run),
     Exercise("leader-election", "descheduler/controller/leader.py: LeaderElector", leader_election),
     Exercise("cluster-cache", "descheduler/kube/cache.py: ClusterCache over every kind", cluster_cache),
     Exercise("load-readers", "descheduler/loadsource: metrics.k8s.io and NodeMetric readers", load_readers),

@@ -278,13 +278,27 @@ def test_the_deployment_runs_the_controller_with_the_mounted_policy(directory: P
     assert mount.get("readOnly") is True
 
 
+def test_the_process_learns_its_namespace_name_and_configmap_from_the_deployment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from descheduler.controller.command import RunOptions, pod_namespace
+
+    objects = rendered(BASE)
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in _container(objects)["env"]}
+    assert env == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
+    monkeypatch.setenv("POD_NAMESPACE", "ns-from-the-downward-api")
+    assert pod_namespace() == "ns-from-the-downward-api"  # the Lease and policy events go there
+    volume = next(v for v in _pod(objects)["spec"]["volumes"] if v["name"] == "policy")
+    assert volume["configMap"]["name"] == RunOptions(policy=Path(POLICY_ARG)).policy_configmap
+
+
 def test_the_probes_reach_the_process_health_endpoints() -> None:
-    from descheduler.controller.process import Options
+    from descheduler.controller.command import RunOptions
 
     objects = rendered(BASE)
     container = _container(objects)
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": Options().health_port}
+    assert ports == {"metrics": RunOptions(policy=Path(POLICY_ARG)).port}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
 
