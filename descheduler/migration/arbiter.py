@@ -167,6 +167,8 @@ def _temporary(
     now: datetime,
 ) -> Verdict | None:
     """A limit that is in the way now but may not be later."""
+    if job.pod in counts.migrating:
+        return _wait(job, "PodAlreadyMoving", f"another job is moving pod {job.pod}")
     if args.max_migrating_globally is not None and counts.total >= args.max_migrating_globally:
         return _wait(
             job,

@@ -307,6 +307,7 @@ class MigrationController:
         if phase in TERMINAL_PHASES:
             update["completion_time"] = now
         self._write(handle, base.model_copy(update=update))
+        self._progressed(handle)
         job = handle.job
         event_type, event_reason = _PHASE_EVENTS[phase]
         self._event(job, event_type, event_reason, f"{reason}: {message}" if message else reason)
@@ -314,7 +315,6 @@ class MigrationController:
         if phase in TERMINAL_PHASES:
             metrics.MIGRATIONS.labels(job.spec.strategy or "unknown", _RESULTS[phase]).inc()
             self._release(job)
-            self._retries.pop(handle.uid, None)
             (bound.info if phase == "Succeeded" else bound.warning)(
                 f"migration job {phase.lower()}", why=reason, detail=message
             )
@@ -851,6 +851,8 @@ class MigrationController:
             name = str(meta.get("name", ""))
             job = jobs.get(labels.get(LABEL_JOB, ""))
             theirs = owner_uid(raw)
+            if job is not None and job.terminal and job.status.completion_time == ctx.now:
+                continue  # finished in this pass, which already released its Reservation
             try:
                 if job is None or job.terminal or (theirs and job.metadata.uid and theirs != job.metadata.uid):
                     if self.api.delete_object(RESERVATIONS, name, str(meta.get("uid", ""))):

@@ -230,6 +230,10 @@ class Harness:
     def pods(self, app: str = "web") -> list[dict[str, Any]]:
         return self.cluster.store.list("pods", NS, label_selector=f"app={app}")
 
+    def active_pods(self, app: str = "web") -> list[dict[str, Any]]:
+        """Pods that count towards their ReplicaSet's replicas: not terminating."""
+        return [p for p in self.pods(app) if not p["metadata"].get("deletionTimestamp")]
+
     def ready_pods(self, app: str = "web") -> list[dict[str, Any]]:
         return [
             p
