@@ -1,0 +1,174 @@
+"""deploy/overlays/with-scheduler: a second kube-scheduler wired to the extender, and the extender itself.
+
+The KubeSchedulerConfiguration is checked against the field names of kubescheduler.config.k8s.io/v1
+(kubernetes/kubernetes staging/src/k8s.io/kube-scheduler/config/v1/types.go, json tags), since
+kube-scheduler decodes it strictly; the extender's RBAC against the calls its code makes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+import yaml
+
+from descheduler.cli import app
+from descheduler.extender.server import DEFAULT_PORT
+from tests.deploy.deploy_support import DEPLOY, find, rendered
+from tests.deploy.rbac import grants_for, rbac_covers, unused_permissions
+
+OVERLAY = DEPLOY / "overlays" / "with-scheduler"
+NAMESPACE = "descheduler-system"
+SCHEDULER = "load-aware-scheduler"
+
+# KubeSchedulerConfiguration v1 json fields (types.go): the top level, a profile, an extender.
+CONFIGURATION_FIELDS = {
+    "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "healthzBindAddress",
+    "metricsBindAddress", "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",
+    "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive",
+}  # fmt: skip
+PROFILE_FIELDS = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
+EXTENDER_FIELDS = {
+    "urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb", "enableHTTPS",
+    "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable",
+}  # fmt: skip
+LEADER_ELECTION_FIELDS = {
+    "leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock", "resourceName",
+    "resourceNamespace",
+}  # fmt: skip
+
+
+def _objects() -> tuple[dict[str, Any], ...]:
+    return rendered(OVERLAY)
+
+
+def _configuration() -> dict[str, Any]:
+    configmap = find(_objects(), "ConfigMap", f"{SCHEDULER}-config")
+    config: dict[str, Any] = yaml.safe_load(configmap["data"]["config.yaml"])
+    return config
+
+
+def _container(deployment: str, name: str) -> dict[str, Any]:
+    pod = find(_objects(), "Deployment", deployment)["spec"]["template"]["spec"]
+    container: dict[str, Any] = next(c for c in pod["containers"] if c["name"] == name)
+    return container
+
+
+def test_the_overlay_is_the_base_plus_the_scheduler_side() -> None:
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in _objects()}
+    assert {("Deployment", "descheduler"), ("ConfigMap", "descheduler-policy")} <= kinds
+    assert {("Deployment", "descheduler-extender"), ("Service", "descheduler-extender")} <= kinds
+    assert {("Deployment", SCHEDULER), ("ConfigMap", f"{SCHEDULER}-config")} <= kinds
+    spec = yaml.safe_load((OVERLAY / "kustomization.yaml").read_text())
+    assert "../../base" in spec["resources"]
+
+
+def test_the_scheduler_is_the_pinned_upstream_image_reading_the_configuration() -> None:
+    container = _container(SCHEDULER, "kube-scheduler")
+    assert re.fullmatch(r"registry\.k8s\.io/kube-scheduler:v1\.31\.\d+", container["image"])
+    [config_flag] = [a for a in container["command"] if a.startswith("--config=")]
+    path = config_flag.removeprefix("--config=")
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "config")
+    assert posixpath.dirname(path) == mount["mountPath"] and posixpath.basename(path) == "config.yaml"
+    pod = find(_objects(), "Deployment", SCHEDULER)["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "config")
+    assert volume["configMap"]["name"] == f"{SCHEDULER}-config"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+
+
+def test_the_configuration_is_valid_kubescheduler_config_v1() -> None:
+    config = _configuration()
+    assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    assert set(config) <= CONFIGURATION_FIELDS
+    assert set(config["leaderElection"]) <= LEADER_ELECTION_FIELDS
+    for profile in config["profiles"]:
+        assert set(profile) <= PROFILE_FIELDS
+    for extender in config["extenders"]:
+        assert set(extender) <= EXTENDER_FIELDS
+
+
+def test_the_profile_calls_the_extender_service_the_way_the_extender_serves() -> None:
+    config = _configuration()
+    assert [p["schedulerName"] for p in config["profiles"]] == [SCHEDULER]
+    [extender] = config["extenders"]
+    service = find(_objects(), "Service", "descheduler-extender")
+    [port] = service["spec"]["ports"]
+    assert extender["urlPrefix"] == f"http://descheduler-extender.{NAMESPACE}.svc:{port['port']}"
+    assert service["metadata"]["namespace"] == NAMESPACE
+    # The server answers POST <prefix>/filter and <prefix>/prioritize; it holds a node cache.
+    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
+    assert extender["nodeCacheCapable"] is True and extender["ignorable"] is True
+    assert isinstance(extender["weight"], int) and extender["weight"] > 0
+    assert "bindVerb" not in extender and "preemptVerb" not in extender and "managedResources" not in extender
+
+
+def test_the_extender_container_runs_the_extender_command_on_the_service_port() -> None:
+    container = _container("descheduler-extender", "extender")
+    args = container["args"]
+    assert args[0] == "extender"
+    command: Any = typer.main.get_command(app)
+    extender = command.commands["extender"]
+    context = extender.make_context("extender", list(args[1:]))  # the flags parse
+    port = int(context.params["port"])
+    assert port == DEFAULT_PORT
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http": port}
+    service = find(_objects(), "Service", "descheduler-extender")
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["http"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    # The same policy as the descheduler: the base's ConfigMap, mounted where --policy points.
+    policy = Path(context.params["policy"])
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "policy")
+    assert str(policy.parent) == mount["mountPath"]
+    pod = find(_objects(), "Deployment", "descheduler-extender")["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "policy")
+    configmap = find(_objects(), "ConfigMap", volume["configMap"]["name"])
+    assert policy.name in configmap["data"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["image"] == _container("descheduler", "descheduler")["image"]
+
+
+def test_the_scheduler_account_has_the_upstream_roles_and_its_own_lease() -> None:
+    objects = _objects()
+    bound = {
+        (b["kind"], b["metadata"].get("namespace", ""), b["roleRef"]["kind"], b["roleRef"]["name"])
+        for b in objects
+        if b["kind"] in ("ClusterRoleBinding", "RoleBinding")
+        and {"kind": "ServiceAccount", "name": SCHEDULER, "namespace": NAMESPACE} in b["subjects"]
+    }
+    assert bound == {
+        ("ClusterRoleBinding", "", "ClusterRole", "system:kube-scheduler"),
+        ("ClusterRoleBinding", "", "ClusterRole", "system:volume-scheduler"),
+        ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
+        ("RoleBinding", NAMESPACE, "Role", f"{SCHEDULER}-leader-election"),
+    }
+    election = _configuration()["leaderElection"]
+    assert election["leaderElect"] is True and election["resourceLock"] == "leases"
+    role = find(objects, "Role", f"{SCHEDULER}-leader-election")
+    assert role["metadata"]["namespace"] == election["resourceNamespace"]
+    named = [r for r in role["rules"] if r.get("resourceNames")]
+    assert named and all(r["resourceNames"] == [election["resourceName"]] for r in named)
+    pod = find(objects, "Deployment", SCHEDULER)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == SCHEDULER
+
+
+@pytest.fixture(scope="module")
+def extender_accesses(tmp_path_factory: pytest.TempPathFactory) -> set[Any]:
+    from tests.deploy.exercises import extender_source
+
+    return extender_source(tmp_path_factory.mktemp("extender-rbac"))
+
+
+def test_the_extender_account_may_make_every_call_the_extender_makes_and_no_other(
+    extender_accesses: set[Any],
+) -> None:
+    grants = [g for g in grants_for(_objects(), NAMESPACE, "descheduler-extender")]
+    assert rbac_covers(grants, extender_accesses) == []
+    assert [str(p) for p in unused_permissions(grants, extender_accesses)] == []
+    writes = [g for g in grants if not g.default and set(g.rule.verbs) - {"get", "list", "watch"}]
+    assert writes == []
