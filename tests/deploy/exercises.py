@@ -28,7 +28,7 @@ from descheduler.sim.apiserver.server import SYSTEM_NAMESPACES
 from descheduler.sim.cluster import SimulatedCluster
 from descheduler.sim.scenario import load_demo_scenario
 
-from .deploy_support import FIXTURES, NAMESPACE
+from .deploy_support import DEPLOY, FIXTURES, NAMESPACE
 
 SERVICE_ACCOUNT = "descheduler"
 
@@ -39,8 +39,8 @@ class Exercise:
     covers: str  # the product code it runs
     run: Callable[[Path], set[Access]]
     service_account: tuple[str, str] = (NAMESPACE, SERVICE_ACCOUNT)
-    # An opt-in feature: a kustomization with the component that grants what it needs (None: the
-    # base must allow it).
+    # An opt-in feature or another workload: the kustomization that grants what it needs (None:
+    # every kustomization that installs the controller must allow it).
     target: Path | None = None
 
 
@@ -339,7 +339,11 @@ EXERCISES: tuple[Exercise, ...] = (
     ),
     Exercise("plan-live", "descheduler plan --kubeconfig and descheduler snapshot save (CLI)", plan_live),
     Exercise(
-        "extender-source", "descheduler/extender/command.py: cluster_source (cache and load reader)", extender_source
+        "extender-source",
+        "descheduler extender: its cluster view (cache and load reader), as its own ServiceAccount",
+        extender_source,
+        service_account=(NAMESPACE, "descheduler-extender"),
+        target=DEPLOY / "overlays" / "with-scheduler",
     ),
     Exercise("migration-evict-directly", "descheduler/migration: EvictDirectly", migration_evict_directly),
     Exercise(
