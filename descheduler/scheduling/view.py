@@ -24,19 +24,19 @@ class ClusterView:
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
-        self.requested: IntArray = table.requested.copy()
-        self.usage: IntArray = table.usage.copy()
-        self.prod_usage: IntArray = table.prod_usage.copy()
-        self.estimated: IntArray = table.estimated.copy()
-        self.prod_estimated: IntArray = table.prod_estimated.copy()
-        self.aggregated: IntArray = table.aggregated.copy()
+        self.requested: IntArray = table.requested.copy(order="K")
+        self.usage: IntArray = table.usage.copy(order="K")
+        self.prod_usage: IntArray = table.prod_usage.copy(order="K")
+        self.estimated: IntArray = table.estimated.copy(order="K")
+        self.prod_estimated: IntArray = table.prod_estimated.copy(order="K")
+        self.aggregated: IntArray = table.aggregated.copy(order="K")
         self.location: dict[str, str] = {}  # pod key -> node it was assumed onto
 
     def fork(self) -> ClusterView:
         other = ClusterView.__new__(ClusterView)
         other.table = self.table
         for name in ("requested", "usage", "prod_usage", "estimated", "prod_estimated", "aggregated"):
-            setattr(other, name, getattr(self, name).copy())
+            setattr(other, name, getattr(self, name).copy(order="K"))
         other.location = dict(self.location)
         return other
 
