@@ -23,7 +23,7 @@ import structlog
 from kubernetes import client
 from urllib3.exceptions import HTTPError
 
-from descheduler.migration.limits import TokenBucket
+from descheduler.tokenbucket import TokenBucket
 
 log = structlog.get_logger(__name__)
 

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from descheduler.migration.limits import replay_wait
 from descheduler.migration.objects import JobPhase
 from descheduler.policy import MigrationArgs
+from descheduler.tokenbucket import replay_wait
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,6 @@ from descheduler.events import EventRecorder, EventType, ObjectRef
 from descheduler.evictor import hard_refusal
 from descheduler.migration.api import ApiFailure, MigrationApi
 from descheduler.migration.arbiter import JobFacts, Verdict, WorkloadFacts, arbitrate, cooling_sources
-from descheduler.migration.limits import TokenBucket
 from descheduler.migration.objects import (
     ANNOTATION_CYCLE,
     ANNOTATION_SOURCE_NODE,
@@ -62,6 +61,7 @@ from descheduler.model import ANNOTATION_DELETION_COST, Pod
 from descheduler.policy import Policy
 from descheduler.priority import BAND_RANK, priority_band
 from descheduler.snapshot import Snapshot
+from descheduler.tokenbucket import TokenBucket
 
 log = structlog.get_logger(__name__)
 
@@ -197,6 +197,7 @@ class MigrationController:
         self._retries: dict[str, _Retry] = {}
         self._evictions: TokenBucket | None = None
         self._eviction_rate: tuple[float, int] | None = None
+        self._released: set[str] = set()  # jobs whose Reservation this pass already deleted
 
     # ------------------------------------------------------------------------------ the loop
 
@@ -228,6 +229,7 @@ class MigrationController:
                 invalid.append(raw)
                 self._reject(raw, err, now)
         ctx = _Pass(now, policy, handles, reservations, self.snapshot)
+        self._released = set()
         self._refresh_eviction_rate(policy)
         for handle in sorted((h for h in handles if h.job.status.phase == "Running"), key=lambda h: h.job.name):
             self._drive(handle, ctx)
@@ -325,6 +327,7 @@ class MigrationController:
         """Delete the job's Reservation (the sweeper retries when this fails)."""
         if job.spec.mode != "ReservationFirst":
             return
+        self._released.add(job.name)
         try:
             if self.api.delete_object(RESERVATIONS, reservation_name(job)):
                 self._log(job).info("reservation released")
@@ -399,6 +402,9 @@ class MigrationController:
         if not self._due(handle, ctx.now):
             return False
         status = job.status
+        if ctx.policy.dry_run and not status.has("Evicted"):
+            self._note(handle, "DryRun", "the policy is in dryRun: nothing is reserved or evicted")
+            return False
         if job.spec.mode == "EvictDirectly":
             if not status.has("Evicted"):
                 return self._evict(handle, ctx)
@@ -759,6 +765,8 @@ class MigrationController:
                     self._expire(handle, ctx)
                 elif job.spec.paused:
                     self._note(handle, "Paused", "spec.paused is set: the job does not start")
+                elif ctx.policy.dry_run:
+                    self._note(handle, "DryRun", "the policy is in dryRun: the job does not start")
                 elif self._due(handle, ctx.now):
                     waiting.append(handle)
             except ApiFailure as failure:
@@ -851,7 +859,7 @@ class MigrationController:
             name = str(meta.get("name", ""))
             job = jobs.get(labels.get(LABEL_JOB, ""))
             theirs = owner_uid(raw)
-            if job is not None and job.terminal and job.status.completion_time == ctx.now:
+            if job is not None and job.name in self._released:
                 continue  # finished in this pass, which already released its Reservation
             try:
                 if job is None or job.terminal or (theirs and job.metadata.uid and theirs != job.metadata.uid):

@@ -110,6 +110,10 @@ class Executor:
         ApiFailure when the live jobs cannot be listed (nothing is created then: a duplicate
         move is worse than a late one)."""
         policy = self._current_policy()
+        if policy.dry_run:
+            if plan.migrations:
+                log.info("dryRun: no migration job created", moves=len(plan.migrations))
+            return []
         cycle = cycle_id(plan)
         moving: dict[str, str] = {}
         for obj in self.api.list_jobs():

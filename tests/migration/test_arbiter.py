@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from descheduler.migration.arbiter import JobFacts, WorkloadFacts, admission_order, arbitrate, cooling_sources
-from descheduler.migration.limits import TokenBucket, replay_tokens, replay_wait
 from descheduler.policy import MigrationArgs
+from descheduler.tokenbucket import TokenBucket, replay_tokens, replay_wait
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 
