@@ -74,8 +74,8 @@ class DecodeError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-class _Raw(msgspec.Struct, rename="camel", kw_only=True):
-    """Raw API shape: camelCase keys, unknown fields ignored."""
+class _Raw(msgspec.Struct, rename="camel", kw_only=True, gc=False):
+    """Raw API shape: camelCase keys, unknown fields ignored; never in a reference cycle, so not GC-tracked."""
 
 
 class RawOwnerReference(_Raw):
@@ -446,15 +446,48 @@ def _seconds(duration: str) -> int:
 # --- pods ----------------------------------------------------------------------------------
 
 
-def _container_resources(c: RawContainer, field: str) -> tuple[Resources, Resources]:
-    """(requests, limits); a limit without a request defaults the request, as the API server does."""
+def _units(raw: Mapping[str, Quantity] | None, field: str) -> dict[str, int]:
+    """A ResourceList as a plain dict of integer units, zeros dropped (the hot path builds no Resources)."""
+    if not raw:
+        return {}
+    out: dict[str, int] = {}
+    try:
+        for name, value in raw.items():
+            units = to_units(name, value)
+            if units:
+                out[name] = units
+    except QuantityError as exc:
+        raise DecodeError(f"{field}.{name}", str(exc)) from None
+    return out
+
+
+def _container_resources(c: RawContainer, group: str, index: int) -> tuple[dict[str, int], dict[str, int]]:
+    """(requests, limits); a limit without a request defaults the request, as the API server does.
+
+    The field path (`spec.<group>[<index>]…`) is only spelled out for an error message."""
     res = c.resources
     if res is None:
-        return EMPTY, EMPTY
-    limits = resources(res.limits, f"{field}.resources.limits")
-    requests = resources(res.requests, f"{field}.resources.requests")
-    missing = {k: v for k, v in limits.items() if k not in requests}
-    return (requests + missing if missing else requests), limits
+        return {}, {}
+    try:
+        limits = _units(res.limits, "limits")
+        requests = _units(res.requests, "requests")
+    except DecodeError as exc:
+        raise DecodeError(f"spec.{group}[{index}].resources.{exc.field}", exc.message) from None
+    for name, units in limits.items():
+        if name not in requests:
+            requests[name] = units
+    return requests, limits
+
+
+def _add_into(total: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, units in other.items():
+        total[name] = total.get(name, 0) + units
+
+
+def _max_into(total: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, units in other.items():
+        if units > total.get(name, 0):
+            total[name] = units
 
 
 def pod_resources(spec: RawPodSpec) -> tuple[Resources, Resources, QoSClass]:
@@ -462,45 +495,58 @@ def pod_resources(spec: RawPodSpec) -> tuple[Resources, Resources, QoSClass]:
 
     Per resource: max(sum of app containers + sidecars, largest init container + the sidecars
     started before it) + overhead. Sidecars are init containers with restartPolicy Always.
+    Summed in plain dicts: this runs once per pod of every list and watch event.
     """
-    app_req: Resources = EMPTY
-    app_lim: Resources = EMPTY
-    qos_parts: list[tuple[Resources, Resources]] = []
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
+    qos_parts: list[tuple[dict[str, int], dict[str, int]]] = []
     for i, c in enumerate(spec.containers):
-        req, lim = _container_resources(c, f"spec.containers[{i}]")
-        app_req, app_lim = app_req + req, app_lim + lim
+        req, lim = _container_resources(c, "containers", i)
+        _add_into(requests, req)
+        _add_into(limits, lim)
         qos_parts.append((req, lim))
-    sidecar_req: Resources = EMPTY
-    sidecar_lim: Resources = EMPTY
-    init_req: Resources = EMPTY
-    init_lim: Resources = EMPTY
-    for i, c in enumerate(spec.init_containers or ()):
-        req, lim = _container_resources(c, f"spec.initContainers[{i}]")
-        qos_parts.append((req, lim))
-        if c.restart_policy == "Always":
-            sidecar_req, sidecar_lim = sidecar_req + req, sidecar_lim + lim
-            init_req, init_lim = init_req.max(sidecar_req), init_lim.max(sidecar_lim)
-        else:
-            init_req, init_lim = init_req.max(req + sidecar_req), init_lim.max(lim + sidecar_lim)
-    requests = (app_req + sidecar_req).max(init_req)
-    limits = (app_lim + sidecar_lim).max(init_lim)
+    if spec.init_containers:
+        sidecar_req: dict[str, int] = {}
+        sidecar_lim: dict[str, int] = {}
+        init_req: dict[str, int] = {}
+        init_lim: dict[str, int] = {}
+        for i, c in enumerate(spec.init_containers):
+            req, lim = _container_resources(c, "initContainers", i)
+            qos_parts.append((req, lim))
+            if c.restart_policy == "Always":
+                _add_into(sidecar_req, req)
+                _add_into(sidecar_lim, lim)
+                _max_into(init_req, sidecar_req)
+                _max_into(init_lim, sidecar_lim)
+            else:
+                step_req, step_lim = dict(sidecar_req), dict(sidecar_lim)
+                _add_into(step_req, req)
+                _add_into(step_lim, lim)
+                _max_into(init_req, step_req)
+                _max_into(init_lim, step_lim)
+        _add_into(requests, sidecar_req)
+        _add_into(limits, sidecar_lim)
+        _max_into(requests, init_req)
+        _max_into(limits, init_lim)
     if spec.overhead:
-        overhead = resources(spec.overhead, "spec.overhead")
-        requests = requests + overhead
+        overhead = _units(spec.overhead, "spec.overhead")
+        _add_into(requests, overhead)
         # Overhead is added to limits only for resources that have a limit (Kubernetes rule).
-        limits = limits + {k: v for k, v in overhead.items() if k in limits}
-    return requests, limits, _qos(qos_parts)
+        _add_into(limits, {k: v for k, v in overhead.items() if k in limits})
+    # Both dicts are ours and hold only positive units (zeros are dropped as they are read).
+    return Resources.adopt(requests), Resources.adopt(limits), _qos(qos_parts)
 
 
-def _qos(parts: list[tuple[Resources, Resources]]) -> QoSClass:
+def _qos(parts: list[tuple[dict[str, int], dict[str, int]]]) -> QoSClass:
     """Kubernetes GetPodQOS over cpu and memory."""
     any_set = False
     guaranteed = True
     for requests, limits in parts:
         for name in ("cpu", "memory"):
-            if requests[name] or limits[name]:
+            request, limit = requests.get(name, 0), limits.get(name, 0)
+            if request or limit:
                 any_set = True
-            if not limits[name] or requests[name] != limits[name]:
+            if not limit or request != limit:
                 guaranteed = False
     if not any_set:
         return "BestEffort"

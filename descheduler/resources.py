@@ -17,6 +17,14 @@ class Resources(Mapping[str, int]):
         self._items: dict[str, int] = {k: v for k, v in dict(items).items() if v}
 
     @classmethod
+    def adopt(cls, items: dict[str, int]) -> Resources:
+        """Wrap a fresh dict that holds no zeros, without copying it (the decoder's hot path);
+        the caller must not keep or change the dict."""
+        vector = cls.__new__(cls)
+        vector._items = items
+        return vector
+
+    @classmethod
     def parse(cls, raw: Mapping[str, Any] | None) -> Resources:
         """From an API `ResourceList` ({"cpu": "500m", "memory": "1Gi"}); raises QuantityError."""
         if not raw:

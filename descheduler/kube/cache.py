@@ -198,6 +198,8 @@ class ClusterCache:
         self._pods = _PodIndex()
         self._nodes_sorted: tuple[Node, ...] | None = None
         self._subscriptions: list[_Subscription] = []
+        self._listeners: dict[str, list[Listener]] = {k.name: [] for k in self.kinds}
+        self._gauges = {k.name: metrics.CACHE_OBJECTS.labels(k.name) for k in self.kinds}
         self._synced = threading.Event()
         self._reflectors = [
             Reflector(
@@ -332,15 +334,23 @@ class ClusterCache:
         subscription = _Subscription(listener, frozenset(kinds) if kinds is not None else None)
         with self._lock:
             self._subscriptions = [*self._subscriptions, subscription]
+            self._index_listeners()
 
         def remove() -> None:
             with self._lock:
                 self._subscriptions = [s for s in self._subscriptions if s is not subscription]
+                self._index_listeners()
 
         return remove
 
+    def _index_listeners(self) -> None:
+        self._listeners = {
+            name: [s.listener for s in self._subscriptions if s.kinds is None or name in s.kinds]
+            for name in self._listeners
+        }
+
     def _listeners_for(self, kind: str) -> list[Listener]:
-        return [s.listener for s in self._subscriptions if s.kinds is None or kind in s.kinds]
+        return self._listeners[kind]
 
     def _notify(self, listeners: list[Listener], events: list[CacheEvent]) -> None:
         for event in events:
@@ -380,7 +390,7 @@ class ClusterCache:
             status = self._status[name]
             first = not status.synced
             status.synced, status.absent = True, False
-            metrics.CACHE_OBJECTS.labels(name).set(len(items))
+            self._gauges[name].set(len(items))
             self._check_synced()
         for key, why in sorted(problems.items()):
             log.warning("object cannot be read; ignored", resource=name, key=key, error=why)
@@ -419,7 +429,7 @@ class ClusterCache:
                 index.ordered = None
             elif name == NODES:
                 self._nodes_sorted = None
-            metrics.CACHE_OBJECTS.labels(name).set(len(store))
+            self._gauges[name].set(len(store))
             listeners = self._listeners_for(name)
         if problem is not None:
             log.warning("object cannot be read; ignored", resource=name, key=key, error=problem)
@@ -435,7 +445,7 @@ class ClusterCache:
             self._objects[name] = {}
             self._problems[name] = {}
             status.synced, status.absent, status.error, status.failing_since = True, True, "", None
-            metrics.CACHE_OBJECTS.labels(name).set(0)
+            self._gauges[name].set(0)
             self._check_synced()
             listeners = self._listeners_for(name)
         if warn:

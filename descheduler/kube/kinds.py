@@ -43,6 +43,13 @@ class RawWatchEvent(msgspec.Struct, kw_only=True):
     object: msgspec.Raw = msgspec.Raw(b"null")
 
 
+class RawTypedEvent(msgspec.Struct, Generic[T], kw_only=True):
+    """One line of a watch stream with its object decoded in the kind's raw shape."""
+
+    type: str
+    object: T
+
+
 class RawStatus(msgspec.Struct, kw_only=True):
     """A `Status` (watch ERROR events, error bodies)."""
 
@@ -77,10 +84,12 @@ class ResourceKind:
     optional: bool = False
     list_decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False, compare=False)
     item_decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False, compare=False)
+    event_decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "list_decoder", msgspec.json.Decoder(RawList[self.raw_type]))  # type: ignore[name-defined]
         object.__setattr__(self, "item_decoder", msgspec.json.Decoder(self.raw_type))
+        object.__setattr__(self, "event_decoder", msgspec.json.Decoder(RawTypedEvent[self.raw_type]))  # type: ignore[name-defined]
 
     @property
     def api_version(self) -> str:

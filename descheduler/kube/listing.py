@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -102,7 +103,7 @@ class Listed:
     resource_version: str = ""
 
 
-class _DecodedPage:
+class DecodedPage:
     """Typed items, or raw ones when one item did not fit the kind's shape (decoded one by one)."""
 
     __slots__ = ("items", "metadata", "typed")
@@ -121,33 +122,39 @@ def list_records(
     cancel: threading.Event | None = None,
 ) -> Listed:
     """List a collection in pages and decode it into the kind's records."""
-
-    def decode_page(body: bytes) -> _DecodedPage:
-        try:
-            return _DecodedPage(kind.list_decoder.decode(body), typed=True)
-        except msgspec.ValidationError:
-            return _DecodedPage(_RAW_LIST.decode(body), typed=False)
-
     listed = Listed()
-    records, problems = listed.records, listed.problems
-    to_record, key_of = kind.to_record, kind.key
-    for page in list_pages(client, kind.path, decode_page, page_size=page_size, cancel=cancel):
-        listed.resource_version = page.metadata.resource_version
-        if not page.typed:
-            for raw in page.items:
-                key, record, problem = decode_object(kind, raw)
-                if problem is not None:
-                    problems[key] = problem
-                else:
-                    records[key] = record
-            continue
-        for obj in page.items:
-            key = key_of(obj.metadata)
-            try:
-                records[key] = to_record(obj)
-            except decode.DecodeError as error:
-                problems[key] = _problem(error)
+    for page in list_pages(client, kind.path, partial(decode_page, kind), page_size=page_size, cancel=cancel):
+        add_page(kind, page, listed)
     return listed
+
+
+def decode_page(kind: ResourceKind, body: bytes) -> DecodedPage:
+    """One list page of raw JSON, decoded into the kind's raw shapes (not yet records)."""
+    try:
+        return DecodedPage(kind.list_decoder.decode(body), typed=True)
+    except msgspec.ValidationError:
+        return DecodedPage(_RAW_LIST.decode(body), typed=False)
+
+
+def add_page(kind: ResourceKind, page: DecodedPage, listed: Listed) -> None:
+    """The records of one decoded page into `listed` (objects that cannot be read into its problems)."""
+    listed.resource_version = page.metadata.resource_version
+    records, problems = listed.records, listed.problems
+    if not page.typed:
+        for raw in page.items:
+            key, record, problem = decode_object(kind, raw)
+            if problem is not None:
+                problems[key] = problem
+            else:
+                records[key] = record
+        return
+    to_record, key_of = kind.to_record, kind.key
+    for obj in page.items:
+        key = key_of(obj.metadata)
+        try:
+            records[key] = to_record(obj)
+        except decode.DecodeError as error:
+            problems[key] = _problem(error)
 
 
 def records_of(kind: ResourceKind, objects: Iterable[Mapping[str, Any]]) -> Listed:

@@ -12,7 +12,7 @@ import contextlib
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 import msgspec
@@ -22,6 +22,7 @@ import urllib3
 from descheduler import decode, metrics
 from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.client import KubeApiError, KubeClient
+from descheduler.kube.gcpause import paused_gc
 from descheduler.kube.kinds import RawMetaOnly, RawStatus, RawWatchEvent, ResourceKind
 from descheduler.kube.listing import ContinueExpired, decode_object, list_records
 from descheduler.kube.ratelimit import Cancelled
@@ -151,7 +152,8 @@ class Reflector:
     def _list(self) -> bool:
         """Paginated list into the sink; False when the API is absent (and we paused)."""
         try:
-            listed = list_records(self.client, self.kind, page_size=self.page_size, cancel=self._stop)
+            with paused_gc():
+                listed = list_records(self.client, self.kind, page_size=self.page_size, cancel=self._stop)
         except ContinueExpired as error:
             raise _Gone(f"continue token expired: {error.message}") from None
         except KubeApiError as error:
@@ -162,7 +164,8 @@ class Reflector:
                     raise Cancelled("stopped") from None
                 return False
             raise
-        self.sink.replace(self.kind, listed.records, listed.problems)
+        with paused_gc():
+            self.sink.replace(self.kind, listed.records, listed.problems)
         self.resource_version = listed.resource_version
         self.sink.healthy(self.kind, listed.resource_version)
         return True
@@ -182,35 +185,8 @@ class Reflector:
         if self._stop.is_set():
             _shutdown(response)
         self.sink.healthy(kind, self.resource_version)
-        decode_event, decode_item = _EVENT_DECODER.decode, kind.item_decoder.decode
-        to_record, key_of = kind.to_record, kind.key
         try:
-            for line in _lines(response):
-                event = decode_event(line)
-                kind_of_event = event.type
-                if kind_of_event == "BOOKMARK":
-                    self.resource_version = _META_DECODER.decode(event.object).metadata.resource_version
-                    continue
-                if kind_of_event == "ERROR":
-                    status = _STATUS_DECODER.decode(event.object)
-                    if status.code == 410:
-                        raise _Gone(status.message or "410 Gone")
-                    raise KubeApiError("WATCH", kind.path, status.code or 500, bytes(event.object))
-                problem: str | None = None
-                record: Any = None
-                try:
-                    obj = decode_item(event.object)
-                    key = key_of(obj.metadata)
-                    version = obj.metadata.resource_version
-                    record = to_record(obj)
-                except (msgspec.ValidationError, decode.DecodeError):
-                    key, record, problem = decode_object(kind, event.object)
-                    version = ""
-                    with contextlib.suppress(msgspec.DecodeError):
-                        version = _META_DECODER.decode(event.object).metadata.resource_version
-                self.sink.apply(kind, kind_of_event, key, record, problem)
-                if version:
-                    self.resource_version = version
+            self.apply_events(_lines(response))
         except (urllib3.exceptions.HTTPError, OSError):
             if self._stop.is_set():
                 raise Cancelled("stopped") from None
@@ -221,6 +197,49 @@ class Reflector:
             _shutdown(response)
         if self._stop.is_set():
             raise Cancelled("stopped")
+
+    def apply_events(self, lines: Iterable[bytes]) -> None:
+        """Decode watch-stream lines and apply each event to the sink; raises _Gone on a 410 ERROR event."""
+        kind = self.kind
+        decode_typed, to_record, key_of, apply = kind.event_decoder.decode, kind.to_record, kind.key, self.sink.apply
+        for line in lines:
+            try:
+                # One pass for the common case: the event and its object in the kind's raw shape.
+                event = decode_typed(line)
+            except msgspec.ValidationError:
+                self._apply_untyped(line)
+                continue
+            kind_of_event, obj = event.type, event.object
+            if kind_of_event == "BOOKMARK":
+                self.resource_version = obj.metadata.resource_version
+                continue
+            if kind_of_event == "ERROR":
+                self._apply_untyped(line)
+                continue
+            try:
+                record = to_record(obj)
+            except decode.DecodeError:
+                self._apply_untyped(line)
+                continue
+            apply(kind, kind_of_event, key_of(obj.metadata), record, None)
+            if obj.metadata.resource_version:
+                self.resource_version = obj.metadata.resource_version
+
+    def _apply_untyped(self, line: bytes) -> None:
+        """The slow path: ERROR events, and objects that do not fit the kind's shape (named as problems)."""
+        kind = self.kind
+        event = _EVENT_DECODER.decode(line)
+        if event.type == "ERROR":
+            status = _STATUS_DECODER.decode(event.object)
+            if status.code == 410:
+                raise _Gone(status.message or "410 Gone")
+            raise KubeApiError("WATCH", kind.path, status.code or 500, bytes(event.object))
+        key, record, problem = decode_object(kind, event.object)
+        self.sink.apply(kind, event.type, key, record, problem)
+        with contextlib.suppress(msgspec.DecodeError):
+            version = _META_DECODER.decode(event.object).metadata.resource_version
+            if version:
+                self.resource_version = version
 
 
 def _lines(response: Any) -> Iterator[bytes]:
