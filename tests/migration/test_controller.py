@@ -14,7 +14,18 @@ from descheduler.migration.api import ApiFailure
 from descheduler.plan import Migration, Plan, PodKey
 from descheduler.sim.scheduler import Scheduler
 
-from .conftest import JOBS, NS, RESERVATIONS, Harness, hot_cluster_objects, make_policy, pdb, replicaset, running_pod
+from .conftest import (
+    JOBS,
+    NS,
+    RESERVATIONS,
+    Harness,
+    hot_cluster_objects,
+    make_policy,
+    node,
+    pdb,
+    replicaset,
+    running_pod,
+)
 
 BLOCKED = [pdb("web", 4)]
 
@@ -303,3 +314,25 @@ def test_run_reconciles_until_stopped(make_harness: Callable[..., Harness]) -> N
         thread.join(timeout=5)
     assert not thread.is_alive()
     assert h.phase(name) == "Running"
+
+
+def test_two_jobs_in_one_pass_never_count_on_the_same_room(make_harness: Callable[..., Harness]) -> None:
+    objects = [o for o in hot_cluster_objects() if o["metadata"]["name"] != "node-c"] + [node("node-c", cpu="3")]
+    h = make_harness(objects, make_policy(bucket=10, ttl="10m", extra="", maxMigratingPerNode=4))
+    h.cluster.store.load([pdb("web", 4)])  # keep both jobs in flight with their reservations
+    plan = Plan(now=h.now(), migrations=(_move(h, "web-0", "node-c"), _move(h, "web-1", "node-c")))
+    names = h.submit(plan)
+    h.controller().reconcile_once()
+    targets = sorted(h.job(n)["status"]["targetNode"] for n in names)
+    assert len(targets) == 2 and targets.count("node-c") == 1, targets
+
+
+def test_dry_run_starts_nothing_and_evicts_nothing(make_harness: Callable[..., Harness]) -> None:
+    h = make_harness()
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    h.policy = h.policy.model_copy(update={"dry_run": True})
+    assert h.submit(h.plan_move("web-1", "node-d")) == []  # the executor creates no job either
+    h.run(h.controller(), 5)
+    status = h.job(name)["status"]
+    assert (status["phase"], status["reason"]) == ("Pending", "DryRun")
+    assert h.evictions() == 0 and h.reservations() == []
