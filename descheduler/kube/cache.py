@@ -268,7 +268,8 @@ class ClusterCache:
     def applied_versions(self) -> dict[str, int]:
         """Per resource, the resourceVersion of the last event (or bookmark, or list) applied: a
         caller that knows the version of a change can wait until the cache has seen it."""
-        return {r.kind.name: int(r.resource_version or 0) for r in self._reflectors}
+        # resourceVersions are opaque strings by contract; every real server sends integers.
+        return {r.kind.name: int(r.resource_version) if r.resource_version.isdigit() else 0 for r in self._reflectors}
 
     def status(self) -> dict[str, KindStatus]:
         with self._lock:

@@ -71,6 +71,17 @@ def test_cache_follows_creates_updates_and_deletes(server: FakeApiServer, make_c
     assert cache.get(PODS, "default/p1") is None
 
 
+def test_applied_versions_reach_the_servers_last_change(server: FakeApiServer, make_cache: MakeCache) -> None:
+    _seed(server)
+    cache = make_cache(kinds=(NODES, PODS)).start()
+    assert cache.wait_synced(10)
+    _label(server.store, "p1", "2")
+    target = server.store.last_change("pods")
+    eventually(lambda: cache.applied_versions()[PODS] >= target)
+    # Once the version is reached, the change it stands for is in the cache.
+    assert cache.get(PODS, "default/p1").labels["version"] == "2"
+
+
 def test_pods_are_indexed_by_node_and_follow_a_rebind(server: FakeApiServer, make_cache: MakeCache) -> None:
     _seed(server, pods=4)
     cache = make_cache(kinds=(NODES, PODS)).start()
@@ -227,6 +238,13 @@ def test_an_object_that_cannot_be_decoded_is_left_out_and_named(server: FakeApiS
     )
     eventually(lambda: cache.get(PODS, "default/bad") is not None)
     assert cache.problems() == []
+    # Broken again through the watch: the stale record is dropped, not kept, and the problem named.
+    server.store.modify(
+        "pods", "p0", "default", lambda o: o["spec"]["containers"][0]["resources"]["requests"].update(memory="1 GB")
+    )
+    eventually(lambda: cache.get(PODS, "default/p0") is None)
+    assert [p.split(": cannot")[0] for p in cache.problems()] == ["pods default/p0"]
+    assert cache.count(PODS) == 2
 
 
 def test_stop_ends_every_reflector_promptly(server: FakeApiServer, kube: KubeClient) -> None:
