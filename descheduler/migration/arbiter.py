@@ -138,20 +138,12 @@ def _permanent(job: JobFacts, workload: WorkloadFacts | None, args: MigrationArg
                 "MinReplicas",
                 f"{workload.label} has {workload.replicas} replica(s) < minReplicas {min_replicas}",
             )
-        limit = args.max_migrating_for(workload.replicas)
-        if limit <= 0:
-            return _never(
-                job,
-                "MaxMigratingPerWorkload",
-                f"{workload.label} with {workload.replicas} replicas allows {limit} pods migrating at once",
-            )
-        unavailable = args.max_unavailable_for(workload.replicas)
-        if unavailable <= 0:
-            return _never(
-                job,
-                "MaxUnavailablePerWorkload",
-                f"{workload.label} with {workload.replicas} replicas allows {unavailable} unavailable pods",
-            )
+        for reason, limit, what in (
+            ("MaxMigratingPerWorkload", args.max_migrating_for(workload.replicas), "pods migrating at once"),
+            ("MaxUnavailablePerWorkload", args.max_unavailable_for(workload.replicas), "unavailable pods"),
+        ):
+            if limit <= 0:
+                return _never(job, reason, f"{workload.label} with {workload.replicas} replicas allows {limit} {what}")
     return None
 
 

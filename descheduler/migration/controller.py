@@ -405,6 +405,9 @@ class MigrationController:
         if ctx.policy.dry_run and not status.has("Evicted"):
             self._note(handle, "DryRun", "the policy is in dryRun: nothing is reserved or evicted")
             return False
+        if job.spec.paused and not status.has("Evicted"):
+            self._note(handle, "Paused", "spec.paused is set: no step that has not begun is taken")
+            return False
         if job.spec.mode == "EvictDirectly":
             if not status.has("Evicted"):
                 return self._evict(handle, ctx)
@@ -441,9 +444,6 @@ class MigrationController:
 
     def _reserve(self, handle: JobHandle, ctx: _Pass) -> bool:
         job = handle.job
-        if job.spec.paused:
-            self._note(handle, "Paused", "spec.paused is set: no Reservation is made")
-            return False
         got, why = self._live_pod(job)
         if got is None:
             self._set_phase(handle, "Failed", "MissingPod", why, ctx.now)
@@ -521,9 +521,6 @@ class MigrationController:
 
     def _evict(self, handle: JobHandle, ctx: _Pass) -> bool:
         job = handle.job
-        if job.spec.paused:
-            self._note(handle, "Paused", "spec.paused is set: the pod is not evicted")
-            return False
         got, why = self._live_pod(job)
         if got is None:
             # Evicted by an earlier instance that stopped before recording it, or by someone else.

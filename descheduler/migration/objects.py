@@ -207,16 +207,21 @@ class PodMigrationJobStatus(ApiModel):
         return found is not None and found.status == "True"
 
 
-class PodMigrationJob(ApiModel):
+class _Object(ApiModel):
+    """A top-level object of ours: cluster-scoped, named by its metadata."""
+
     api_version: Literal["descheduler.dev/v1alpha1"] = API_VERSION
-    kind: Literal["PodMigrationJob"] = "PodMigrationJob"
     metadata: ObjectMeta
-    spec: PodMigrationJobSpec
-    status: PodMigrationJobStatus = Field(default_factory=PodMigrationJobStatus)
 
     @property
     def name(self) -> str:
         return self.metadata.name
+
+
+class PodMigrationJob(_Object):
+    kind: Literal["PodMigrationJob"] = "PodMigrationJob"
+    spec: PodMigrationJobSpec
+    status: PodMigrationJobStatus = Field(default_factory=PodMigrationJobStatus)
 
     @property
     def terminal(self) -> bool:
@@ -272,16 +277,10 @@ class ReservationStatus(ApiModel):
     message: str = ""
 
 
-class Reservation(ApiModel):
-    api_version: Literal["descheduler.dev/v1alpha1"] = API_VERSION
+class Reservation(_Object):
     kind: Literal["Reservation"] = "Reservation"
-    metadata: ObjectMeta
     spec: ReservationSpec
     status: ReservationStatus = Field(default_factory=ReservationStatus)
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def holds_room(self) -> bool:
