@@ -187,6 +187,11 @@ class Reflector:
         self.sink.healthy(kind, self.resource_version)
         try:
             self.apply_events(_lines(response))
+        except urllib3.exceptions.ReadTimeoutError:
+            # Nothing arrived for read_timeout: a quiet resource on a server that sends no bookmarks,
+            # or a connection that died silently. Either way, watch again from where we are.
+            if self._stop.is_set():
+                raise Cancelled("stopped") from None
         except (urllib3.exceptions.HTTPError, OSError):
             if self._stop.is_set():
                 raise Cancelled("stopped") from None

@@ -109,6 +109,25 @@ def test_cache_resumes_after_a_dropped_watch(server: FakeApiServer, make_cache: 
     assert server.faults.count(verb="list", path="^/api/v1/pods$") == lists_before
 
 
+def test_a_quiet_watch_that_times_out_reading_is_resumed_without_an_error(
+    make_cache: MakeCache, kube: KubeClient
+) -> None:
+    with FakeApiServer(bookmark_interval=60) as server:  # no bookmarks: the stream stays silent
+        client = KubeClient(server.configuration(), qps=0, burst=0, timeout=10, retry=kube.retry)
+        try:
+            _seed(server)
+            errors_before = _restarts(PODS, "error")
+            cache = make_cache(client=client, kinds=(PODS,), read_timeout=0.3).start()
+            assert cache.wait_synced(10)
+            eventually(lambda: server.faults.count(verb="watch", path="^/api/v1/pods$") >= 3)
+            assert _restarts(PODS, "error") == errors_before
+            assert cache.status()[PODS].error == "" and cache.not_ready() is None
+            server.store.create(pod("later", node="n1"))
+            eventually(converged(cache, server, (PODS,)))
+        finally:
+            client.close()
+
+
 def test_cache_relists_on_410_and_notices_deletions_it_missed(make_cache: MakeCache, kube: KubeClient) -> None:
     with FakeApiServer(bookmark_interval=60, history_size=5) as server:
         client = KubeClient(server.configuration(), qps=0, burst=0, timeout=10, retry=kube.retry)
