@@ -34,12 +34,13 @@ from typing import Any
 import msgspec
 
 from benchmarks.cluster import generated_snapshot
+from descheduler.decode import RawPod, convert, pod_from_raw
 from descheduler.extender import Extender, ExtenderServer, RefreshTiming
 from descheduler.extender.sources import BindingHook
-from descheduler.model import OwnerRef, Pod
+from descheduler.model import Pod
 from descheduler.policy import default_policy
-from descheduler.resources import Resources
 from descheduler.snapshot import Snapshot
+from tests.extender.requests import kube_pod
 
 
 class MemorySource:
@@ -65,87 +66,14 @@ class MemorySource:
 
 
 def pod_json(i: int) -> dict[str, Any]:
-    """A pending pod as kube-scheduler marshals it (about 2 KiB)."""
+    """A pending pod as kube-scheduler marshals it (about 2 KiB): the contract tests' builder."""
     cpu, memory = random.Random(i).choice([("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "4Gi")])
-    return {
-        "metadata": {
-            "name": f"web-{i:06d}",
-            "generateName": "web-",
-            "namespace": f"ns-{i % 50}",
-            "uid": f"bench-{i}",
-            "resourceVersion": "123456",
-            "creationTimestamp": "2026-01-15T12:00:00Z",
-            "labels": {"app": f"web-{i % 40}", "pod-template-hash": "7d9f5"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": f"web-{i % 40}",
-                    "uid": f"rs-web-{i % 40}",
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": {
-            "volumes": [
-                {"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
-            ],
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "registry.example/web:1.0",
-                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}},
-                    "terminationMessagePath": "/dev/termination-log",
-                    "imagePullPolicy": "IfNotPresent",
-                }
-            ],
-            "restartPolicy": "Always",
-            "terminationGracePeriodSeconds": 30,
-            "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "default",
-            "schedulerName": "load-aware-scheduler",
-            "tolerations": [
-                {
-                    "key": "node.kubernetes.io/not-ready",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-                {
-                    "key": "node.kubernetes.io/unreachable",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-            ],
-            "priority": 0,
-            "enableServiceLinks": True,
-            "preemptionPolicy": "PreemptLowerPriority",
-        },
-        "status": {"phase": "Pending", "qosClass": "Burstable"},
-    }
+    return kube_pod(f"web-{i:06d}", cpu=cpu, memory=memory, owner=f"web-{i % 40}", namespace=f"ns-{i % 50}")
 
 
-def bound_record(i: int, raw: dict[str, Any], node: str) -> Pod:
-    """What the cache would hand the extender once the pod is bound (requests only matter here)."""
-    requests = raw["spec"]["containers"][0]["resources"]["requests"]
-    from descheduler.quantity import to_units
-
-    meta = raw["metadata"]
-    return Pod(
-        namespace=meta["namespace"],
-        name=meta["name"],
-        uid=meta["uid"],
-        node_name=node,
-        phase="Pending",
-        owner=OwnerRef(
-            kind="ReplicaSet", name=meta["labels"]["app"], uid=f"rs-{meta['labels']['app']}", controller=True
-        ),
-        requests=Resources({k: to_units(k, v) for k, v in requests.items()}),
-        limits=Resources({"memory": to_units("memory", requests["memory"])}),
-    )
+def bound_record(raw: dict[str, Any], node: str) -> Pod:
+    """What the cache hands the extender once the pod is bound."""
+    return pod_from_raw(convert({**raw, "spec": {**raw["spec"], "nodeName": node}}, RawPod))
 
 
 @dataclass
@@ -222,7 +150,7 @@ def in_process(snapshot: Snapshot, bodies: Bodies, refresh: bool) -> None:
 
     def bound(i: int, node: str) -> None:
         if node:
-            extender.observe_binding(bound_record(i, raw[i], node), node)
+            extender.observe_binding(bound_record(raw[i], node), node)
 
     # Warm-up (first-use caches), then the measured run.
     warm = Bodies(bodies.pods[:50], bodies.names[:50])

@@ -27,6 +27,9 @@ from descheduler.model import Pod
 MAX_EXTENDER_PRIORITY = 10
 MIN_EXTENDER_PRIORITY = 0
 _ABSENT = msgspec.Raw(b"null")
+# The largest request or limit accepted, in units (millicores, bytes): 2^53, far above any node,
+# and small enough that the core's int64 arithmetic (× 100, × factors) cannot overflow.
+MAX_QUANTITY = 2**53
 
 
 class ObjectMeta(msgspec.Struct):
@@ -147,6 +150,10 @@ def decode_pod(raw: bytes) -> Pod:
         raise RequestError(f"Pod.{err.field}: {err.message}" if err.field else f"Pod: {err.message}") from None
     if not pod.name:
         raise RequestError("Pod.metadata.name: required")
+    for kind, values in (("requests", pod.requests), ("limits", pod.limits)):
+        for name, units in values.items():
+            if not 0 <= units <= MAX_QUANTITY:
+                raise RequestError(f"Pod: {name} {kind} of {units} units is out of range (0 to {MAX_QUANTITY})")
     return pod
 
 

@@ -1,4 +1,4 @@
-"""An extender serving a snapshot file over HTTP on loopback, and kube-scheduler's request bodies."""
+"""An extender serving a snapshot file over HTTP on loopback; kube-scheduler's request bodies are in `requests`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ import yaml
 from descheduler.extender import Extender, ExtenderServer, SnapshotFileSource
 from descheduler.policy import SchedulingArgs, default_policy, parse_policy
 from descheduler.snapshot import SNAPSHOT_TIME_ANNOTATION
-from tests.builders import NOW, ts, uid
+from tests.extender.requests import extender_args, kube_pod
+
+__all__ = ["Client", "extender_args", "kube_pod", "scheduling_args", "write_snapshot"]
+from tests.builders import NOW, ts
 
 Obj = dict[str, Any]
 
@@ -36,96 +39,6 @@ def scheduling_args(**overrides: Any) -> SchedulingArgs:
         return default_policy().scheduling
     doc = {"apiVersion": "descheduler.dev/v1alpha1", "kind": "DeschedulerPolicy", "scheduling": overrides}
     return parse_policy(yaml.safe_dump(doc)).scheduling
-
-
-def kube_pod(
-    name: str,
-    *,
-    cpu: str = "1",
-    memory: str = "1Gi",
-    owner: str | None = "web",
-    namespace: str = "default",
-    limits: Mapping[str, str] | None = None,
-    **spec: Any,
-) -> Obj:
-    """A pending v1.Pod as kube-scheduler marshals it into ExtenderArgs.Pod (fields the API server
-    defaults included; the extender must ignore what it does not read)."""
-    resources: Obj = {"requests": {"cpu": cpu, "memory": memory}}
-    if limits:
-        resources["limits"] = dict(limits)
-    meta: Obj = {
-        "name": name,
-        "generateName": f"{owner}-" if owner else None,
-        "namespace": namespace,
-        "uid": uid("pod", namespace, name),
-        "resourceVersion": "4711",
-        "creationTimestamp": ts(NOW),
-        "labels": {"app": owner or name, "pod-template-hash": "7d9f5"},
-        "annotations": {"kubectl.kubernetes.io/restartedAt": ts(NOW)},
-    }
-    if owner:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "name": owner,
-                "uid": uid("ReplicaSet", namespace, owner),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
-    else:
-        del meta["generateName"]
-    return {
-        "metadata": meta,
-        "spec": {
-            "volumes": [
-                {"name": "kube-api-access-x", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
-            ],
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "registry.example/app:1.0",
-                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                    "resources": resources,
-                    "terminationMessagePath": "/dev/termination-log",
-                    "terminationMessagePolicy": "File",
-                    "imagePullPolicy": "IfNotPresent",
-                }
-            ],
-            "restartPolicy": "Always",
-            "terminationGracePeriodSeconds": 30,
-            "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "default",
-            "securityContext": {},
-            "schedulerName": "load-aware-scheduler",
-            "tolerations": [
-                {
-                    "key": "node.kubernetes.io/not-ready",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-                {
-                    "key": "node.kubernetes.io/unreachable",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-            ],
-            "priority": 0,
-            "enableServiceLinks": True,
-            "preemptionPolicy": "PreemptLowerPriority",
-            **spec,
-        },
-        "status": {"phase": "Pending", "qosClass": "Burstable"},
-    }
-
-
-def extender_args(pod: Obj, names: Sequence[str] | None = None, nodes: Sequence[Obj] | None = None) -> bytes:
-    """ExtenderArgs as Go's encoding/json writes it: every field present, the unused one null."""
-    body = {"Pod": pod, "Nodes": {"items": list(nodes)} if nodes is not None else None, "NodeNames": names}
-    return json.dumps(body, separators=(",", ":")).encode()
 
 
 class Client:

@@ -244,6 +244,11 @@ def test_health_readiness_and_metrics_endpoints(serve: Serve) -> None:
             "Pod.spec.containers[0].resources.requests.cpu:",
         ),
         (
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"resources": {"requests": {"cpu": 1e201}}}]}},'
+            b' "NodeNames": ["cool"]}',
+            "Pod: cpu requests of ",
+        ),
+        (
             b'{"Pod": {"metadata": {"name": "p"}}, "Nodes": {"items": [{"metadata": {}}]}}',
             "Nodes.items: a node has no metadata.name",
         ),
