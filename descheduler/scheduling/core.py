@@ -150,10 +150,19 @@ def fit_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) ->
     need = table.load_of(pod).requests
     unknown = tuple(name for name in pod.requests if name not in table.column and pod.requests[name] > 0)
     cols = np.flatnonzero(need > 0)
-    reserved = table.reserved[:, cols].copy()
-    for reservation in owned:
-        reserved[table.index[reservation.node_name]] -= table.vector(reservation.resources)[cols]
-    free = table.alloc[:, cols] - view.requested[:, cols] - reserved
+    every = cols.size == need.size  # the usual case (cpu, memory, pods): no column gathers
+
+    def columns(matrix: IntArray) -> IntArray:
+        picked: IntArray = matrix if every else matrix[:, cols]
+        return picked
+
+    reserved = columns(table.reserved)
+    owned = list(owned)
+    if owned:
+        reserved = reserved.copy(order="F")
+        for reservation in owned:
+            reserved[table.index[reservation.node_name]] -= table.vector(reservation.resources)[cols]
+    free = columns(table.alloc) - columns(view.requested) - reserved
     return FitCheck(cols, need[cols], free, reserved, unknown)
 
 
@@ -270,16 +279,20 @@ def scores(pod: Pod, view: ClusterView) -> IntArray:
     """The load-aware score of every node for this pod (scheduling-core.md §5)."""
     table = view.table
     args = table.args
-    used = view.estimated + table.load_of(pod).estimate
-    alloc = table.alloc
+    estimate = table.load_of(pod).estimate
     weights = [(table.column[name], w) for name, w in args.resource_weights.items() if name in table.column and w > 0]
-    cols = [c for c, _ in weights]
-    w = np.array([w for _, w in weights], dtype=np.int64)
-    a, u = alloc[:, cols], used[:, cols]
-    least = np.where((a > 0) & (u <= a), (a - u) * MAX_SCORE // np.maximum(a, 1), 0)
+    total = np.zeros(table.size, dtype=np.int64)
+    lowest: IntArray | None = None
+    for col, weight in weights:  # one contiguous column at a time (the table is column-major)
+        alloc = table.alloc[:, col]
+        used = view.estimated[:, col] + estimate[col]
+        least = np.where((alloc > 0) & (used <= alloc), (alloc - used) * MAX_SCORE // np.maximum(alloc, 1), 0)
+        total += weight * least
+        lowest = least if lowest is None else np.minimum(lowest, least)
     dominant = args.dominant_resource_weight
-    total = least @ w + (dominant * least.min(axis=1) if dominant and cols else 0)
-    out: IntArray = total // max(int(w.sum()) + dominant, 1)
+    if dominant and lowest is not None:
+        total += dominant * lowest
+    out: IntArray = total // max(sum(w for _, w in weights) + dominant, 1)
     out[table.metric != METRIC_FRESH] = 0
     return out
 
