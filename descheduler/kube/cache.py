@@ -450,8 +450,7 @@ class ClusterCache:
             self._check_synced()
             listeners = self._listeners_for(name)
         if warn:
-            # Info, not warning: most clusters install only one of the ElasticQuota groups, or none.
-            log.info("optional resource not served; treated as empty", resource=name, why=why)
+            log.warning("optional resource not served; treated as empty", resource=name, why=why)
         if had and listeners:
             self._notify(listeners, [CacheEvent(name, DELETED, k, v, None) for k, v in had.items()])
 
