@@ -33,6 +33,15 @@ def run_command(
     port: Annotated[int, typer.Option("--port", help="port of /metrics, /healthz and /readyz")] = 8080,
     qps: Annotated[float, typer.Option("--qps", help="API requests per second (client-side limit)", min=0.1)] = 50.0,
     burst: Annotated[int, typer.Option("--burst", help="API request burst", min=1)] = 100,
+    lease_duration: Annotated[
+        float, typer.Option("--lease-duration", help="seconds a standby waits before taking an unrenewed Lease", min=1)
+    ] = 15.0,
+    renew_deadline: Annotated[
+        float, typer.Option("--renew-deadline", help="seconds the leader keeps trying to renew before giving up")
+    ] = 10.0,
+    retry_period: Annotated[
+        float, typer.Option("--retry-period", help="seconds between Lease acquire/renew attempts")
+    ] = 2.0,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
     log_format: Annotated[str, typer.Option("--log-format", help="auto (JSON unless a TTY), json or console")] = "auto",
 ) -> None:
@@ -58,6 +67,9 @@ def run_command(
         port=port,
         qps=qps,
         burst=burst,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
         log_level=log_level,
         log_format=log_format,  # type: ignore[arg-type]
     )

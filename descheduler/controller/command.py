@@ -17,6 +17,7 @@ from descheduler.controller.logs import Format, configure_logging
 from descheduler.controller.process import ControllerProcess, Options
 from descheduler.controller.reload import PolicyFile
 from descheduler.controller.source import ClusterSource
+from descheduler.errors import InputError
 from descheduler.events import EventRecorder, ObjectRef
 from descheduler.kube import CLUSTER_KINDS, ClusterCache, connect
 from descheduler.loadsource import cache_kinds
@@ -72,6 +73,19 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
 
     policy_file = PolicyFile(options.policy, on_error=on_policy_error)
     policy = policy_file.policy
+    identity = options.identity or os.environ.get("POD_NAME") or socket.gethostname()
+    try:
+        lease = LeaseConfig(
+            namespace=namespace,
+            name=options.lease_name,
+            identity=identity,
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period,
+        )
+    except ValueError as err:
+        raise InputError(str(err), field="--lease-duration/--renew-deadline/--retry-period") from None
+
     kube = connect(options.kubeconfig, options.context, qps=options.qps, burst=options.burst)
     events = EventRecorder(kube.api_client, clock=clock)
     recorder.append(events)
@@ -90,15 +104,6 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
         None
         if options.dry_run
         else MigrationController(kube.api_client, current, source.snapshot_now(clock, current), clock, events)
-    )
-    identity = options.identity or os.environ.get("POD_NAME") or socket.gethostname()
-    lease = LeaseConfig(
-        namespace=namespace,
-        name=options.lease_name,
-        identity=identity,
-        lease_duration=options.lease_duration,
-        renew_deadline=options.renew_deadline,
-        retry_period=options.retry_period,
     )
 
     def elector(started: Callable[[], None], stopped: Callable[[], None]) -> LeaderElector:

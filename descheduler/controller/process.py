@@ -94,6 +94,7 @@ class ControllerProcess:
             if self._work_stop.is_set():
                 return
             self._last_cycle_start = time.monotonic()
+            self._check_policy()  # a change made since the last check is in force for this cycle
             self.loop.run_cycle()
 
     def _check_policy(self) -> None:
@@ -148,7 +149,10 @@ class ControllerProcess:
     def run(self) -> int:
         """Serve until SIGTERM/SIGINT (exit 0) or until the lease is lost (exit 1)."""
         self.health.start()
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        in_main = threading.current_thread() is threading.main_thread()  # only it may handle signals
+        previous = (
+            {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
+        )
         try:
             if self.elector is None:
                 self._start_work()

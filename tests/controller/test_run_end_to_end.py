@@ -1,0 +1,220 @@
+"""`descheduler run` as real processes against the simulated cluster in real time: two replicas
+with leader election, the leader killed mid-run (SIGKILL), the standby taking over; the demo's
+hot nodes relieved with no pod evicted twice, no limit exceeded and no orphan Reservation."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from descheduler.policy import parse_policy
+from descheduler.sim.cluster import SimulatedCluster
+from descheduler.sim.scenario import load_demo_scenario
+from descheduler.simulate.record import limit_violations
+
+LEASE = ("--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.25")
+POLICY = """\
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+interval: 3s
+strategies:
+  - name: LowNodeLoad
+    args:
+      highThresholds: {cpu: 70}
+      lowThresholds: {cpu: 45}
+migration:
+  ttl: 90s
+"""
+PMJ = "podmigrationjobs.descheduler.dev"
+SERIES = {
+    "descheduler_build_info",
+    "descheduler_cycles_total",
+    "descheduler_cycle_duration_seconds",
+    "descheduler_migrations_total",
+    "descheduler_evictions_total",
+    "descheduler_migration_jobs",
+    "descheduler_nodes",
+    "descheduler_cache_objects",
+    "descheduler_watch_restarts_total",
+    "descheduler_api_requests_total",
+    "descheduler_leader",
+    "descheduler_policy_reload_total",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Replica:
+    def __init__(self, name: str, kubeconfig: Path, policy: Path, logs: Path) -> None:
+        self.name = name
+        self.port = free_port()
+        self.log = (logs / f"{name}.log").open("w")
+        self.proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "descheduler", "run", "--policy", str(policy), "--kubeconfig", str(kubeconfig)),
+                *("--identity", name, "--lease-namespace", "default", "--port", str(self.port), "--log-format", "json"),
+                *LEASE,
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+    def scrape(self) -> str | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as reply:
+                return str(reply.read().decode())
+        except OSError:
+            return None
+
+    def metric(self, name: str) -> float | None:
+        text = self.scrape()
+        if text is None:
+            return None
+        values = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " ")]
+        return values[0] if values else 0.0
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def cluster() -> Iterator[SimulatedCluster]:
+    # Start at the demo's afternoon peak, as if it were now: metrics carry wall-clock times.
+    with SimulatedCluster(load_demo_scenario(), start=time.time()) as c:
+        c.advance(60)  # pods running, metrics published
+        stop = threading.Event()
+        ticker = threading.Thread(target=c.run_realtime, args=(stop,), daemon=True)
+        ticker.start()
+        yield c
+        stop.set()
+        ticker.join(5)
+
+
+def phase(job: dict[str, Any]) -> str:
+    return str((job.get("status") or {}).get("phase", ""))
+
+
+def wait_for(predicate: Any, timeout: float, what: str, state: Any = None) -> float:
+    began = time.monotonic()
+    while not predicate():
+        if time.monotonic() - began > timeout:
+            raise AssertionError(f"timed out waiting for {what}" + (f": {state()}" if state else ""))
+        time.sleep(0.1)
+    return time.monotonic() - began
+
+
+def test_two_replicas_one_leader_killed_the_other_finishes_with_no_duplicate_eviction(
+    cluster: SimulatedCluster, tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    policy_path = tmp_path / "policy.yaml"
+    policy_path.write_text(POLICY)
+    policy = parse_policy(POLICY)
+    store = cluster.store
+    replicas = [Replica(name, kubeconfig, policy_path, tmp_path) for name in ("replica-a", "replica-b")]
+    both_leading: list[str] = []
+    done = threading.Event()
+
+    def watch_leaders() -> None:
+        while not done.is_set():
+            leading = [r.name for r in replicas if r.metric("descheduler_leader") == 1.0]
+            if len(leading) > 1:
+                both_leading.append(",".join(leading))
+            time.sleep(0.05)
+
+    def jobs() -> list[dict[str, Any]]:
+        return store.list(PMJ)
+
+    violations: list[str] = []
+
+    def watch_limits() -> None:
+        while not done.is_set():
+            violations.extend(limit_violations(jobs(), store.list("pods"), policy))
+            time.sleep(0.1)
+
+    monitors = [threading.Thread(target=f, daemon=True) for f in (watch_leaders, watch_limits)]
+    for m in monitors:
+        m.start()
+    try:
+        wait_for(lambda: any(r.metric("descheduler_leader") == 1.0 for r in replicas), 30, "a leader")
+        leader = next(r for r in replicas if r.metric("descheduler_leader") == 1.0)
+        standby = next(r for r in replicas if r is not leader)
+        assert standby.metric("descheduler_cycles_total") in (None, 0.0)  # the standby never plans
+        wait_for(lambda: len(jobs()) > 0, 30, "the first PodMigrationJob")
+        leader.proc.kill()  # no release, no goodbye
+        killed = time.monotonic()
+        wait_for(lambda: standby.metric("descheduler_leader") == 1.0, 10, "the standby to lead")
+        assert time.monotonic() - killed <= float(LEASE[1]) + 1.0
+        # The new leader finishes what the old one started and relieves the hot nodes.
+        # (A job still Pending waits for a limit and has touched nothing; Running ones must finish.)
+        wait_for(
+            lambda: any(phase(j) == "Succeeded" for j in jobs()) and not [j for j in jobs() if phase(j) == "Running"],
+            120,
+            "running jobs to end",
+            lambda: [
+                (j["metadata"]["name"], j.get("status"))
+                for j in jobs()
+                if j.get("status", {}).get("phase") == "Running"
+            ],
+        )
+        wait_for(lambda: (standby.metric('descheduler_nodes{class="high"}') or 0) == 0, 60, "no hot node")
+        exposed = standby.scrape() or ""
+    finally:
+        done.set()
+        for m in monitors:
+            m.join(5)
+        for r in replicas:
+            r.stop()
+    assert both_leading == []
+    series = {line.split()[2] for line in exposed.splitlines() if line.startswith("# TYPE ")}
+    assert series >= SERIES, SERIES - series
+    assert "descheduler_leader 1.0" in exposed
+    assert violations == []
+    evicted: dict[str, int] = {}
+    for job in jobs():
+        conditions = (job.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Evicted" and c.get("status") == "True" for c in conditions):
+            uid = job["spec"]["podRef"]["uid"]
+            evicted[uid] = evicted.get(uid, 0) + 1
+    assert evicted and all(n == 1 for n in evicted.values()), evicted
+    succeeded = [j for j in jobs() if j["status"]["phase"] == "Succeeded"]
+    assert succeeded
+    # No orphan Reservation: every one left is consumed or gone with its job.
+    for reservation in store.list("reservations.descheduler.dev"):
+        assert (reservation.get("status") or {}).get("phase") in ("Consumed", "Expired", "Failed"), reservation
+    for job in jobs():
+        if job["status"]["phase"] == "Pending":  # waiting for a limit: never started
+            assert not job["status"].get("conditions"), job
+    # No pod of a workload lost: every Deployment has its replicas running again.
+    for deployment in store.list("deployments.apps"):
+        want = deployment["spec"]["replicas"]
+        selector = ",".join(f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+        running = [
+            p
+            for p in store.list("pods", deployment["metadata"]["namespace"], label_selector=selector)
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        ]
+        assert len(running) == want, deployment["metadata"]["name"]
