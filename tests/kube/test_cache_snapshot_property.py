@@ -1,0 +1,86 @@
+"""Property: whatever sequence of changes the cache applies, its incrementally kept snapshot equals
+what `Snapshot.build` makes of the same records (the reference the file loader uses)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kubernetes import client as k8s
+
+from descheduler.kube import KINDS, NAMESPACES, NODES, PODS, ClusterCache, KubeClient
+from descheduler.model import Node, OwnerRef, Pod
+from descheduler.snapshot import Snapshot
+
+NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+NODE_NAMES = ("n1", "n2", "n3")
+NAMESPACES_USED = ("a", "a-b", "b")  # "a-b" sorts between "a" and "b" only if the order is (namespace, name)
+
+pods = st.builds(
+    lambda ns, name, node, phase, owner: Pod(
+        namespace=ns,
+        name=name,
+        node_name=node,
+        phase=phase,
+        owner=OwnerRef(kind="ReplicaSet", name=owner, uid=f"uid-{owner}", controller=True) if owner else None,
+    ),
+    st.sampled_from(NAMESPACES_USED),
+    st.sampled_from(("p", "p-1", "q", "z")),
+    st.sampled_from(("", *NODE_NAMES, "gone")),
+    st.sampled_from(("Running", "Pending", "Succeeded")),
+    st.sampled_from(("", "rs1", "rs2")),
+)
+changes = st.lists(
+    st.one_of(
+        st.tuples(st.just("pod"), pods),
+        st.tuples(st.just("delete-pod"), pods),
+        st.tuples(st.just("node"), st.sampled_from(NODE_NAMES)),
+        st.tuples(st.just("delete-node"), st.sampled_from(NODE_NAMES)),
+        st.tuples(st.just("snapshot"), st.none()),
+    ),
+    max_size=40,
+)
+
+
+def _reference(cache: ClusterCache) -> Snapshot:
+    nodes = cache.records(NODES)
+    names = {n.name for n in nodes}
+    return Snapshot.build(
+        now=NOW,
+        nodes=nodes,
+        pods=[p for p in cache.records(PODS) if not p.node_name or p.node_name in names],
+        namespaces=cache.items(NAMESPACES),
+    )
+
+
+def _without_warnings(snapshot: Snapshot) -> Snapshot:
+    return Snapshot(**{f: getattr(snapshot, f) for f in Snapshot.__dataclass_fields__ if f != "warnings"})
+
+
+@settings(max_examples=150, deadline=None)
+@given(initial=st.lists(pods, max_size=12), steps=changes)
+def test_incremental_snapshot_equals_snapshot_build(initial: list[Pod], steps: list[tuple[str, object]]) -> None:
+    kube = KubeClient(k8s.Configuration(host="http://127.0.0.1:9"))
+    cache = ClusterCache(kube, kinds=(NODES, PODS, NAMESPACES))  # fed directly, never started
+    try:
+        cache.replace(KINDS[NODES], {n: Node(name=n) for n in NODE_NAMES[:2]}, {})
+        cache.replace(KINDS[NAMESPACES], {"a": {"team": "x"}}, {})
+        cache.replace(KINDS[PODS], {p.key: p for p in initial}, {})
+        for step, value in steps:
+            if step == "pod":
+                assert isinstance(value, Pod)
+                event = "MODIFIED" if cache.get(PODS, value.key) is not None else "ADDED"
+                cache.apply(KINDS[PODS], event, value.key, value, None)
+            elif step == "delete-pod":
+                assert isinstance(value, Pod)
+                cache.apply(KINDS[PODS], "DELETED", value.key, value, None)
+            elif step == "node":
+                cache.apply(KINDS[NODES], "ADDED", str(value), Node(name=str(value)), None)
+            elif step == "delete-node":
+                cache.apply(KINDS[NODES], "DELETED", str(value), Node(name=str(value)), None)
+            else:
+                assert _without_warnings(cache.snapshot(NOW)) == _without_warnings(_reference(cache))
+        assert _without_warnings(cache.snapshot(NOW)) == _without_warnings(_reference(cache))
+    finally:
+        kube.close()
