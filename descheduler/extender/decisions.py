@@ -184,13 +184,18 @@ def _load(pod: Pod, view: ClusterView, owned: Sequence[Reservation], rows: IntAr
     picked = rows.take(where)
     first = np.argmax(check.over.take(picked, axis=0), axis=1)
     thresholds = check.thresholds.take(picked, axis=0)[np.arange(where.size), first]
-    keys = np.stack([check.basis.take(picked).astype(np.float64), first.astype(np.float64), thresholds])
-    unique, inverse = np.unique(keys, axis=1, return_inverse=True)
+    # One reason per (basis, resource, threshold): a 1-D key (thresholds are percents, below 1024).
+    columns = len(table.resources)
+    code = check.basis.take(picked).astype(np.int64) * columns + first
+    unique, inverse = np.unique(code * 1024.0 + thresholds, return_inverse=True)
     kind = args.aggregated.usage_aggregation_type if args.aggregated is not None else ""
     ids = []
-    for basis, col, threshold in unique.T.tolist():
+    for key in unique.tolist():
+        combined = int(key // 1024)
+        threshold = key - combined * 1024
+        basis, col = divmod(combined, columns)
         what = "prod " if basis == LOAD_PROD else f"{kind} " if basis == LOAD_AGGREGATED else ""
-        resource = table.resources[int(col)]
+        resource = table.resources[col]
         ids.append(out.id(f"load-aware: estimated {what}{resource} usage would exceed {threshold:g}%", True))
     _mark_rows(out, where, np.array(ids, dtype=np.int64)[inverse.reshape(-1)])
 
