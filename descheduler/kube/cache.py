@@ -82,6 +82,7 @@ class KindStatus:
     resource_version: str = ""
     error: str = ""
     failing_since: float | None = None  # monotonic time of the first error since the last success
+    code: int = 0  # the HTTP status of the last error, when the server answered one
 
 
 @dataclass(slots=True)
@@ -274,7 +275,7 @@ class ClusterCache:
     def status(self) -> dict[str, KindStatus]:
         with self._lock:
             return {
-                name: KindStatus(s.synced, s.absent, s.resource_version, s.error, s.failing_since)
+                name: KindStatus(s.synced, s.absent, s.resource_version, s.error, s.failing_since, s.code)
                 for name, s in self._status.items()
             }
 
@@ -445,7 +446,7 @@ class ClusterCache:
             had = self._objects[name]
             self._objects[name] = {}
             self._problems[name] = {}
-            status.synced, status.absent, status.error, status.failing_since = True, True, "", None
+            status.synced, status.absent, status.error, status.failing_since, status.code = True, True, "", None, 0
             self._gauges[name].set(0)
             self._check_synced()
             listeners = self._listeners_for(name)
@@ -457,12 +458,12 @@ class ClusterCache:
     def healthy(self, kind: ResourceKind, resource_version: str) -> None:
         with self._lock:
             status = self._status[kind.name]
-            status.resource_version, status.error, status.failing_since = resource_version, "", None
+            status.resource_version, status.error, status.failing_since, status.code = resource_version, "", None, 0
 
-    def failed(self, kind: ResourceKind, why: str) -> None:
+    def failed(self, kind: ResourceKind, why: str, code: int = 0) -> None:
         with self._lock:
             status = self._status[kind.name]
-            status.error = why
+            status.error, status.code = why, code
             if status.failing_since is None:
                 status.failing_since = time.monotonic()
         log.warning("list/watch error", resource=kind.name, error=why)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,10 +46,16 @@ def read_snapshot(client: KubeClient, policy: Policy, now: datetime, *, sync_tim
     reader = reader_for(policy.load_source, client, cache)
     try:
         cache.start()
-        if not cache.wait_synced(sync_timeout):
-            raise ClusterUnreachableError(
-                f"{client.host}: could not list the cluster within {sync_timeout:g}s: {cache.not_ready()}"
-            )
+        deadline = time.monotonic() + sync_timeout
+        while not cache.wait_synced(0.2):
+            refused = [f"{name}: {s.error}" for name, s in cache.status().items() if s.code in (401, 403)]
+            if refused:
+                # Retrying will not grant a permission: say so now rather than after the timeout.
+                raise ClusterUnreachableError(f"{client.host} refused to list: {'; '.join(refused)}")
+            if time.monotonic() > deadline:
+                raise ClusterUnreachableError(
+                    f"{client.host}: could not list the cluster within {sync_timeout:g}s: {cache.not_ready()}"
+                )
         reading = reader.read(now)
         return cache.snapshot(now, reading)
     finally:

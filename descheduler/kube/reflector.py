@@ -45,7 +45,7 @@ class Sink(Protocol):
 
     def healthy(self, kind: ResourceKind, resource_version: str) -> None: ...
 
-    def failed(self, kind: ResourceKind, why: str) -> None: ...
+    def failed(self, kind: ResourceKind, why: str, code: int = 0) -> None: ...
 
 
 class _Gone(Exception):
@@ -136,7 +136,7 @@ class Reflector:
                 if self._stop.is_set():
                     return
                 metrics.WATCH_RESTARTS.labels(self.kind.name, "error").inc()
-                self.sink.failed(self.kind, _describe(error))
+                self.sink.failed(self.kind, _describe(error), error.status if isinstance(error, KubeApiError) else 0)
             except Exception as error:  # a bug here must not end the thread: the cache would silently go stale
                 if self._stop.is_set():
                     return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,6 +111,21 @@ def test_plan_exits_2_and_plans_nothing_when_the_load_source_fails(
     assert result.returncode == 2
     assert result.stdout == ""
     assert "metrics.k8s.io is unavailable (503" in result.stderr
+
+
+def test_plan_exits_2_at_once_when_listing_is_forbidden(cluster: tuple[SimulatedCluster, Path, str]) -> None:
+    sim, config, now = cluster
+    message = 'pods is forbidden: User "system:serviceaccount:x:y" cannot list resource "pods"'
+    sim.server.faults.fail_next(1000, path="^/api/v1/pods$", status=403, message=message)
+    try:
+        started = time.monotonic()
+        result = run("plan", "--kubeconfig", str(config), "--now", now)
+        elapsed = time.monotonic() - started
+    finally:
+        sim.server.faults.clear()
+    assert result.returncode == 2 and result.stdout == ""
+    assert "refused to list: pods: GET /api/v1/pods: 403 Forbidden: pods is forbidden" in result.stderr
+    assert elapsed < 30  # not the 60 s sync timeout
 
 
 def test_plan_names_an_unknown_context(cluster: tuple[SimulatedCluster, Path, str]) -> None:
