@@ -301,9 +301,18 @@ def descheduler_run(scratch: Path) -> set[Access]:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
             try:
                 _wait(
-                    lambda: any((j.get("status") or {}).get("phase") == "Running" for j in cluster.store.list(_JOBS)),
-                    30,
-                    "the controller to start a PodMigrationJob",
+                    lambda: (
+                        process.poll() is not None
+                        or any(
+                            (j.get("status") or {}).get("phase", "Pending") != "Pending"
+                            for j in cluster.store.list(_JOBS)
+                        )
+                    ),
+                    60,
+                    "the controller to take up a PodMigrationJob",
+                )
+                assert process.poll() is None, (
+                    "descheduler run exited early: " + (scratch / "run.log").read_text()[-2000:]
                 )
                 process.send_signal(signal.SIGTERM)
                 assert process.wait(20) == 0, (scratch / "run.log").read_text()[-2000:]

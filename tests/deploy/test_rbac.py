@@ -22,14 +22,20 @@ from .rbac import BindingError, Grant, Rule, grants_for, permissions, rbac_cover
 # entry here that an exercise now uses, so this list can only shrink as exercises are added.
 NOT_YET_EXERCISED: dict[tuple[str, str, str], str] = {}
 
-_recorded: dict[str, set[Access]] = {}
+_recorded: dict[str, set[Access] | Exception] = {}
 
 
 def accesses_of(exercise: Exercise, scratch: Path) -> set[Access]:
-    """Each exercise runs once per test session, however many tests read its accesses."""
+    """Each exercise runs once per test session, however many tests read its accesses (or its failure)."""
     if exercise.name not in _recorded:
-        _recorded[exercise.name] = run_exercise(exercise, scratch)
-    return _recorded[exercise.name]
+        try:
+            _recorded[exercise.name] = run_exercise(exercise, scratch)
+        except Exception as error:
+            _recorded[exercise.name] = error
+    recorded = _recorded[exercise.name]
+    if isinstance(recorded, Exception):
+        raise AssertionError(f"exercise {exercise.name} failed: {recorded}") from recorded
+    return recorded
 
 
 @pytest.fixture(scope="module")
