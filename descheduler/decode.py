@@ -24,6 +24,8 @@ from descheduler.model import (
     ANNOTATION_PREFER_NO_EVICTION,
     ANNOTATION_RAW_ALLOCATABLE,
     ANNOTATION_USAGE_THRESHOLDS,
+    JOB_SOURCE_NODE_ANNOTATION,
+    JOB_WORKLOAD_UID_ANNOTATION,
     AggregatedUsage,
     ElasticQuota,
     MigrationJob,
@@ -361,8 +363,18 @@ class RawMigrationJobSpec(_Raw):
     reason: str = ""
 
 
+class RawWorkloadRef(_Raw):
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+
+
 class RawMigrationJobStatus(_Raw):
     phase: str = "Pending"
+    source_node: str = ""
+    workload: RawWorkloadRef | None = None
+    start_time: datetime | None = None
+    conditions: list[RawCondition] | None = None
 
 
 class RawMigrationJob(_Raw):
@@ -806,13 +818,23 @@ def reservation_from_raw(raw: RawReservation) -> Reservation:
 
 def migration_job_from_raw(raw: RawMigrationJob) -> MigrationJob:
     ref = raw.spec.pod_ref
+    status = raw.status
+    annotations = raw.metadata.annotations or {}
+    evicted = next(
+        (c.last_transition_time for c in status.conditions or () if c.type == "Evicted" and c.status == "True"), None
+    )
     return MigrationJob(
         name=raw.metadata.name,
         pod=PodRef(namespace=ref.namespace, name=ref.name, uid=ref.uid),
         mode=raw.spec.mode,
         target_node=raw.spec.target_node,
-        phase=raw.status.phase,
+        phase=status.phase,
         strategy=raw.spec.strategy,
         reason=raw.spec.reason,
         created=raw.metadata.creation_timestamp,
+        source_node=status.source_node or annotations.get(JOB_SOURCE_NODE_ANNOTATION, ""),
+        workload_uid=(status.workload.uid if status.workload else "")
+        or annotations.get(JOB_WORKLOAD_UID_ANNOTATION, ""),
+        started=status.start_time,
+        evicted=evicted,
     )

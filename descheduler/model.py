@@ -31,6 +31,9 @@ ANNOTATION_CONFIG_SOURCE = "kubernetes.io/config.source"
 ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
 ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
 ANNOTATION_OVER_MAX_SINCE = "descheduler.dev/over-max-since"
+# On PodMigrationJobs (written by the executor): the pod's node and its controller's UID.
+JOB_SOURCE_NODE_ANNOTATION = "descheduler.dev/source-node"
+JOB_WORKLOAD_UID_ANNOTATION = "descheduler.dev/workload-uid"
 LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
 LABEL_QUOTA_NAME = "quota.scheduling.koordinator.sh/name"
 LABEL_QUOTA_PARENT = "quota.scheduling.koordinator.sh/parent"
@@ -303,6 +306,11 @@ class MigrationJob(msgspec.Struct, frozen=True, kw_only=True):
     strategy: str = ""
     reason: str = ""
     created: datetime | None = None
+    # What arbitration counts (migration.md §5), so the planner does not plan moves it would hold back.
+    source_node: str = ""
+    workload_uid: str = ""  # the moved pod's controller
+    started: datetime | None = None  # admitted: Running since
+    evicted: datetime | None = None
 
     @property
     def active(self) -> bool:

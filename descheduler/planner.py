@@ -37,7 +37,9 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
     if policy.node_selector is not None:
         considered = table.matching(policy.node_selector)
     moving = frozenset(f"{j.pod.namespace}/{j.pod.name}" for j in snapshot.jobs if j.active)
-    budget = EvictionBudget(policy.limits, snapshot)
+    budget = EvictionBudget(policy.limits, snapshot, policy.migration)
+    cooling = budget.cooling_nodes
+    targets = np.array([name not in cooling for name in table.names], dtype=np.bool_)
     merged = StrategyResult(warnings=list(snapshot.warnings))
     new_state: dict[str, Any] = {}
     for config in policy.strategies:
@@ -50,6 +52,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
             budget=budget,
             considered=considered,
             moving=moving,
+            targets=targets,
             state=state.get(config.name, {}),
         )
         result = strategy.plan(ctx, config.args)

@@ -27,6 +27,7 @@ class PlanContext:
     budget: EvictionBudget
     considered: BoolArray  # nodes the policy's nodeSelector lets the descheduler look at
     moving: frozenset[str]  # pods ("namespace/name") that a migration job is already moving
+    targets: BoolArray  # nodes that may receive moved pods (not a source within the migration cooldown)
     state: Mapping[str, Any] = field(default_factory=dict)  # this strategy's state from the last cycle
 
 

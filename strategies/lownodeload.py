@@ -341,14 +341,16 @@ def _relieve_node(
         if refusal is not None:
             _skip(result, pod, node, refusal)
             return False
-        allowed = low_mask.copy()
+        allowed = low_mask & ctx.targets
         allowed[row] = False
         # Every tier of the target must stay cool after the move (lownodeload.md §3.7).
         cool = np.all(view.usage[:, p.cols] + pod_usage <= node_high, axis=1)
         if p.kind == "prod":
             cool &= np.all(view.prod_usage[:, p.cols] + pod_usage <= high_abs, axis=1)
-        elif prod_high is not None and load.prod:
-            cool &= np.all(view.prod_usage[:, p.cols] + pod_usage <= prod_high, axis=1)
+        elif prod_high is not None:
+            # A node already over its prod threshold is no target even for a non-prod pod.
+            prod_after = view.prod_usage[:, p.cols] + (pod_usage if load.prod else 0)
+            cool &= np.all(prod_after <= prod_high, axis=1)
         allowed_cool = allowed & cool
         if not allowed_cool.any():
             _skip(result, pod, node, "no low node can take its usage and stay at or below its high threshold")

@@ -350,7 +350,20 @@ def snapshot(objects: Iterable[Mapping[str, Any]], now: datetime = NOW) -> Snaps
     return load_snapshot_objects(objects, now)
 
 
+# The migration controller's per-workload limits (one move per workload per 5 minutes by default)
+# bound the plan too; strategy tests that do not set `migration:` get limits that never bind, so
+# they test the strategy alone. Tests of the limits themselves set `migration:`.
+UNBOUND_MIGRATION = """
+migration:
+  maxMigratingPerWorkload: 100%
+  objectLimiters: {workload: {duration: 1s, maxMigrating: 1000}}
+  cooldown: 0s
+"""
+
+
 def policy(policy_yaml: str) -> Policy:
+    if "\nmigration:" not in policy_yaml:
+        policy_yaml = policy_yaml.rstrip("\n") + "\n" + UNBOUND_MIGRATION
     return parse_policy(policy_yaml)
 
 
@@ -358,7 +371,7 @@ def plan(
     objects: Iterable[Mapping[str, Any]], policy_yaml: str, now: datetime = NOW, state: State | None = None
 ) -> tuple[Plan, dict[str, Any]]:
     """One planning cycle over these objects; the Plan and the state for the next cycle."""
-    return plan_cycle(snapshot(objects, now), parse_policy(policy_yaml), state)
+    return plan_cycle(snapshot(objects, now), policy(policy_yaml), state)
 
 
 def moves(result: Plan | tuple[Plan, Any]) -> list[tuple[str, str, str | None]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +14,7 @@ import typer
 # The demo's web tier follows a daily curve that peaks in the afternoon: start there, so the demo
 # shows the same hot nodes on every machine and at any hour.
 DEMO_START = datetime(2026, 1, 15, 14, 0, tzinfo=UTC)
+DEMO_POLICY = Path(str(files("descheduler") / "demo" / "policy.yaml"))
 
 
 def simulate_command(
@@ -22,7 +24,8 @@ def simulate_command(
         "simulation-report"
     ),
     policy: Annotated[
-        Path | None, typer.Option("--policy", "-p", help="policy file (default: the built-in default)")
+        Path | None,
+        typer.Option("--policy", "-p", help="policy file (default: the demo's policy, or the built-in default)"),
     ] = None,
     start: Annotated[
         str | None,
@@ -40,7 +43,12 @@ def simulate_command(
     from descheduler.simulate.runner import Simulation, SimulationOptions
 
     configure_logging(log_level, "console")
-    loaded_policy = load_policy(policy) if policy is not None else default_policy()
+    if policy is not None:
+        loaded_policy, policy_name = load_policy(policy), str(policy)
+    elif scenario is None:
+        loaded_policy, policy_name = load_policy(DEMO_POLICY), "the demo's (descheduler/demo/policy.yaml)"
+    else:
+        loaded_policy, policy_name = default_policy(), "built-in default"
     from descheduler.cli import parse_time
 
     loaded = load_scenario(scenario) if scenario is not None else load_demo_scenario()
@@ -48,7 +56,7 @@ def simulate_command(
     interval = loaded_policy.interval.total_seconds()
     typer.echo(
         f"simulating {loaded.source}: {cycles} cycles, one every {interval:g}s of simulated time "
-        f"(policy: {policy or 'built-in default'})",
+        f"(policy: {policy_name})",
         err=True,
     )
     simulation = Simulation(
@@ -57,7 +65,7 @@ def simulate_command(
     record = simulation.run(progress=_progress if sys.stderr.isatty() else None)
     result = record.to_dict()
     result["scenario"] = loaded.source
-    result["policy"] = str(policy) if policy else "built-in default"
+    result["policy"] = policy_name
     report.mkdir(parents=True, exist_ok=True)
     (report / "report.json").write_text(json.dumps(result, indent=2) + "\n")
     (report / "report.html").write_text(render_html(result, f"descheduler simulate: {loaded.source}"))

@@ -82,3 +82,67 @@ def test_pdb_not_yet_observed_refuses() -> None:
     stale["metadata"]["generation"] = 2
     b, snap = budget([pod("a", "n1"), stale])
     assert b.refusal(by_name(snap, "a"), "n1") == "PodDisruptionBudget web status is not yet observed by its controller"
+
+
+# ------------------------------------------------------------------ the migration controller's limits
+
+
+def _job(name: str, pod: str, phase: str, *, workload: str, source: str, started: int | None, evicted: int | None):  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from descheduler.model import MigrationJob, PodRef
+    from tests.builders import NOW
+
+    return MigrationJob(
+        name=name,
+        pod=PodRef(namespace="shop", name=pod),
+        phase=phase,
+        workload_uid=workload,
+        source_node=source,
+        started=NOW - timedelta(seconds=started) if started is not None else None,
+        evicted=NOW - timedelta(seconds=evicted) if evicted is not None else None,
+    )
+
+
+def test_the_plan_respects_the_workload_token_bucket_cooldown_and_cooling_sources() -> None:
+    import dataclasses
+
+    from descheduler.policy import parse_policy
+    from tests.builders import NOW, node, pod, snapshot
+
+    objs = [node("a"), node("b"), *(pod(f"web-{i}", "a", namespace="shop") for i in range(6))]
+    snap = snapshot(objs, NOW)
+    web = next(p for p in snap.pods if p.name == "web-0")
+    assert web.owner is not None
+    uid = web.owner.uid
+    policy = parse_policy(
+        "apiVersion: descheduler.dev/v1alpha1\nkind: DeschedulerPolicy\n"
+        "migration: {objectLimiters: {workload: {duration: 10m, maxMigrating: 2}}, cooldown: 5m}\n"
+    )
+    # No jobs: two tokens, and 6 replicas allow 2 in flight.
+    budget = EvictionBudget(policy.limits, snap, policy.migration)
+    assert budget.workload_refusal(web) is None
+    budget.take(web, "a")
+    assert budget.workload_refusal(web) is None
+    budget.take(web, "a")
+    assert (
+        budget.workload_refusal(web)
+        == "ReplicaSet shop/web may start 2 move(s) per 600s (migration objectLimiters.workload)"
+    )
+    # One job started 1 minute ago, not yet evicted: one token left.
+    started = dataclasses.replace(
+        snap, jobs=(_job("j1", "web-9", "Running", workload=uid, source="a", started=60, evicted=None),)
+    )
+    budget = EvictionBudget(policy.limits, started, policy.migration)
+    budget.take(web, "a")
+    assert budget.workload_refusal(web) is not None
+    assert budget.cooling_nodes == frozenset()
+    # A pod of the workload evicted 2 minutes ago: cooldown, and its source node is no target.
+    evicted = dataclasses.replace(
+        snap, jobs=(_job("j1", "web-9", "Succeeded", workload=uid, source="b", started=130, evicted=120),)
+    )
+    budget = EvictionBudget(policy.limits, evicted, policy.migration)
+    assert budget.workload_refusal(web) == "ReplicaSet shop/web had a pod moved 120s ago (migration cooldown 300s)"
+    assert budget.cooling_nodes == frozenset({"b"})
+    # Without migration args (a caller that only wants the cycle limits) nothing changes.
+    assert EvictionBudget(policy.limits, evicted).workload_refusal(web) is None

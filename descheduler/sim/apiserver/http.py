@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import select
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +49,13 @@ class ApiHTTPServer(ThreadingHTTPServer):
         self.accesses = accesses if accesses is not None else AccessLog()
         self.bookmark_interval = bookmark_interval
         self.stopping = threading.Event()
+
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
+        """A client that hangs up (or a server shutting down under a kept-alive connection) is
+        normal traffic, not a traceback on stderr; anything else is still reported."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError) or self.stopping.is_set():
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
