@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
-from descheduler.kube import KINDS, ClusterCache
+from descheduler.kube import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    KINDS,
+    MIGRATION_JOBS,
+    NAMESPACES,
+    NODES,
+    PDBS,
+    PODS,
+    QUOTAS_SIGS,
+    QUOTAS_X,
+    REPLICASETS,
+    RESERVATIONS,
+    STATEFULSETS,
+    ClusterCache,
+)
 from descheduler.kube.listing import records_of
 from descheduler.sim.apiserver import FakeApiServer
+from descheduler.snapshot import Snapshot
 
 
 def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02) -> None:
@@ -65,3 +82,27 @@ def server_records(server: FakeApiServer, kind: str) -> dict[str, Any]:
 
 def converged(cache: ClusterCache, server: FakeApiServer, kinds: tuple[str, ...]) -> Callable[[], bool]:
     return lambda: all(cache.items(kind) == server_records(server, kind) for kind in kinds)
+
+
+def reference_snapshot(cache: ClusterCache, now: datetime) -> Snapshot:
+    """What `Snapshot.build` makes of the cache's records: the reference the cache's fast path must equal."""
+
+    def records(kind: str, order: Callable[[Any], Any] | None = None) -> list[Any]:
+        found = cache.records(kind) if cache.has(kind) else []
+        return sorted(found, key=order) if order is not None else found
+
+    by_name = lambda r: r.name  # noqa: E731
+    by_namespace = lambda r: (r.namespace, r.name)  # noqa: E731
+    nodes = records(NODES)
+    names = {n.name for n in nodes}
+    return Snapshot.build(
+        now=now,
+        nodes=nodes,
+        pods=[p for p in records(PODS) if not p.node_name or p.node_name in names],
+        pdbs=records(PDBS, by_namespace),
+        workloads=[w for kind in (DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS) for w in records(kind)],
+        namespaces=cache.items(NAMESPACES) if cache.has(NAMESPACES) else {},
+        quotas=[q for kind in (QUOTAS_SIGS, QUOTAS_X) for q in records(kind, by_namespace)],
+        reservations=records(RESERVATIONS, by_name),
+        jobs=records(MIGRATION_JOBS, by_name),
+    )

@@ -11,14 +11,12 @@ from typing import Any
 
 import msgspec
 import pytest
-from kube_support import converged, eventually, node, pod, server_records
+from kube_support import converged, eventually, node, pod, reference_snapshot, server_records
 
 from descheduler import metrics
 from descheduler.kube import (
     CLUSTER_KINDS,
-    NAMESPACES,
     NODES,
-    PDBS,
     PODS,
     QUOTAS_SIGS,
     QUOTAS_X,
@@ -29,7 +27,6 @@ from descheduler.kube import (
 from descheduler.kube.kinds import RawList
 from descheduler.kube.listing import ContinueExpired, list_pages
 from descheduler.sim.apiserver import FakeApiServer, Store
-from descheduler.snapshot import Snapshot
 
 MakeCache = Callable[..., ClusterCache]
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -308,30 +305,6 @@ def _meta(body: bytes) -> Any:
 # ---------------------------------------------------------------- snapshot
 
 
-def _build_from(cache: ClusterCache, now: datetime) -> Snapshot:
-    """What Snapshot.build makes of the cache's records: the reference the fast path must equal."""
-    from descheduler.kube import DAEMONSETS, DEPLOYMENTS, MIGRATION_JOBS, REPLICASETS, RESERVATIONS, STATEFULSETS
-
-    workloads = [w for kind in (DEPLOYMENTS, REPLICASETS, STATEFULSETS, DAEMONSETS) for w in cache.records(kind)]
-    nodes = cache.records(NODES)
-    names = {n.name for n in nodes}
-    return Snapshot.build(
-        now=now,
-        nodes=nodes,
-        pods=[p for p in cache.records(PODS) if not p.node_name or p.node_name in names],
-        pdbs=sorted(cache.records(PDBS), key=lambda p: (p.namespace, p.name)),
-        workloads=workloads,
-        namespaces=cache.items(NAMESPACES),
-        quotas=[
-            q
-            for kind in (QUOTAS_SIGS, QUOTAS_X)
-            for q in sorted(cache.records(kind), key=lambda q: (q.namespace, q.name))
-        ],
-        reservations=sorted(cache.records(RESERVATIONS), key=lambda r: r.name),
-        jobs=sorted(cache.records(MIGRATION_JOBS), key=lambda j: j.name),
-    )
-
-
 def test_snapshot_equals_what_snapshot_build_makes_of_the_same_records(
     server: FakeApiServer, make_cache: MakeCache
 ) -> None:
@@ -359,7 +332,7 @@ def test_snapshot_equals_what_snapshot_build_makes_of_the_same_records(
     )
     cache = make_cache().start()
     assert cache.wait_synced(10)
-    assert cache.snapshot(NOW) == _build_from(cache, NOW)
+    assert cache.snapshot(NOW) == reference_snapshot(cache, NOW)
     # After incremental changes (adds, deletes, rebinds, updates) it still agrees.
     server.store.create(pod("a-first", "default", node="n3", owner="rs0"))
     server.store.create(pod("zz-last", "team", node="n1"))
@@ -369,7 +342,7 @@ def test_snapshot_equals_what_snapshot_build_makes_of_the_same_records(
     server.store.create(pod("p3", "default", node="n2", owner="rs1"))
     eventually(converged(cache, server, (PODS,)))
     first = cache.snapshot(NOW)
-    assert first == _build_from(cache, NOW)
+    assert first == reference_snapshot(cache, NOW)
     assert [p.key for p in first.pods] == sorted((p.key for p in first.pods), key=lambda k: tuple(k.split("/")))
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kube_support import reference_snapshot
 from kubernetes import client as k8s
 
 from descheduler.kube import KINDS, NAMESPACES, NODES, PODS, ClusterCache, KubeClient
@@ -43,17 +44,6 @@ changes = st.lists(
 )
 
 
-def _reference(cache: ClusterCache) -> Snapshot:
-    nodes = cache.records(NODES)
-    names = {n.name for n in nodes}
-    return Snapshot.build(
-        now=NOW,
-        nodes=nodes,
-        pods=[p for p in cache.records(PODS) if not p.node_name or p.node_name in names],
-        namespaces=cache.items(NAMESPACES),
-    )
-
-
 def _without_warnings(snapshot: Snapshot) -> Snapshot:
     return Snapshot(**{f: getattr(snapshot, f) for f in Snapshot.__dataclass_fields__ if f != "warnings"})
 
@@ -80,7 +70,7 @@ def test_incremental_snapshot_equals_snapshot_build(initial: list[Pod], steps: l
             elif step == "delete-node":
                 cache.apply(KINDS[NODES], "DELETED", str(value), Node(name=str(value)), None)
             else:
-                assert _without_warnings(cache.snapshot(NOW)) == _without_warnings(_reference(cache))
-        assert _without_warnings(cache.snapshot(NOW)) == _without_warnings(_reference(cache))
+                assert _without_warnings(cache.snapshot(NOW)) == _without_warnings(reference_snapshot(cache, NOW))
+        assert _without_warnings(cache.snapshot(NOW)) == _without_warnings(reference_snapshot(cache, NOW))
     finally:
         kube.close()
