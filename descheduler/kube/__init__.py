@@ -13,7 +13,9 @@ Public surface:
   `synced`, `wait_synced(timeout)`, `not_ready()`, `get/records/items/count(kind)`,
   `pods_on(node)`, `add_listener(fn, kinds)`, and `snapshot(now, load_reading) -> Snapshot`.
 - Resource names (`NODES`, `PODS`, … `NODE_METRICS`), `CLUSTER_KINDS`.
-- `save_snapshot(client, path, now, reading)` — what `descheduler snapshot save` writes.
+- `descheduler.kube.live`: `read_snapshot(client, policy, now)` (cache sync, one load reading, one
+  Snapshot: `plan --kubeconfig`) and `save_snapshot(client, policy, path, now)` (`snapshot save`).
+  Not imported here: it needs `descheduler.loadsource`, which builds on this package.
 """
 
 from descheduler.kube.cache import CacheEvent, ClusterCache, KindStatus, Listener
