@@ -43,6 +43,16 @@ class LeaseConfig:
             raise ValueError("leader election needs leaseDuration > renewDeadline > retryPeriod > 0")
 
 
+def _record(lease: Any) -> tuple[str, str, int]:
+    """What identifies one state of the Lease: holder, renew time, transitions."""
+    spec = lease.spec
+    return (
+        spec.holder_identity or "",
+        spec.renew_time.isoformat() if spec.renew_time else "",
+        spec.lease_transitions or 0,
+    )
+
+
 def _micro_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -128,56 +138,44 @@ class LeaderElector:
             log.warning("reading the leader lease failed", error=str(err))
             return False
         spec = lease.spec
-        holder = spec.holder_identity or ""
-        renew = spec.renew_time.isoformat() if spec.renew_time else ""
-        transitions = spec.lease_transitions or 0
-        record = (holder, renew, transitions)
+        record = _record(lease)
         if record != self._observed:
             self._observed = record
             self._observed_at = self._monotonic()
         self._resource_version = lease.metadata.resource_version
+        holder, _, transitions = record
         duration = spec.lease_duration_seconds or cfg.lease_duration
         expired = self._observed_at + duration <= self._monotonic()
         if holder and holder != cfg.identity and not expired:
             return False
         acquire = spec.acquire_time if holder == cfg.identity and spec.acquire_time else now
-        if holder != cfg.identity:
-            transitions += 1 if holder else 0
+        if holder and holder != cfg.identity:
+            transitions += 1
         body = self._body(now, acquire, transitions)
         body["metadata"]["resourceVersion"] = self._resource_version
-        try:
-            updated = self.api.replace_namespaced_lease(cfg.name, cfg.namespace, body)
-        except ApiException as err:
-            if err.status != 409:
-                log.warning("updating the leader lease failed", status=err.status, reason=err.reason)
-            return False
-        except Exception as err:
-            log.warning("updating the leader lease failed", error=str(err))
-            return False
-        self._remember(updated)
-        return True
+        return self._write("updating", lambda: self.api.replace_namespaced_lease(cfg.name, cfg.namespace, body))
 
     def _create(self, now: datetime) -> bool:
         cfg = self.config
+        body = self._body(now, now, 0)
+        return self._write("creating", lambda: self.api.create_namespaced_lease(cfg.namespace, body))
+
+    def _write(self, what: str, call: Callable[[], Any]) -> bool:
+        """One create or update; 409 (another candidate wrote first) and errors are a lost round."""
         try:
-            created = self.api.create_namespaced_lease(cfg.namespace, self._body(now, now, 0))
+            lease = call()
         except ApiException as err:
-            if err.status != 409:  # 409: another candidate created it first
-                log.warning("creating the leader lease failed", status=err.status, reason=err.reason)
+            if err.status != 409:
+                log.warning(f"{what} the leader lease failed", status=err.status, reason=err.reason)
             return False
-        except Exception as err:
-            log.warning("creating the leader lease failed", error=str(err))
+        except Exception as err:  # connection errors: try again next period
+            log.warning(f"{what} the leader lease failed", error=str(err))
             return False
-        self._remember(created)
+        self._remember(lease)
         return True
 
     def _remember(self, lease: Any) -> None:
-        spec = lease.spec
-        self._observed = (
-            spec.holder_identity or "",
-            spec.renew_time.isoformat() if spec.renew_time else "",
-            spec.lease_transitions or 0,
-        )
+        self._observed = _record(lease)
         self._observed_at = self._monotonic()
         self._resource_version = lease.metadata.resource_version
 
