@@ -34,7 +34,8 @@ class ApiFailure(Exception):
     reason: str
     message: str
     retry_after: float | None = None
-    causes: tuple[str, ...] = ()
+    causes: tuple[str, ...] = ()  # the reasons of details.causes
+    details: tuple[str, ...] = ()  # their messages
     verb: str = ""
     target: str = ""
 
@@ -82,29 +83,38 @@ class ApiFailure(Exception):
 
 
 def _failure(err: Exception, verb: str, target: str) -> ApiFailure:
-    if isinstance(err, client.ApiException):
-        status = int(err.status or 0)
-        reason, message = str(err.reason or ""), ""
-        causes: tuple[str, ...] = ()
-        retry_after: float | None = None
-        try:
-            body = json.loads(err.body) if err.body else {}
-        except (TypeError, ValueError):
-            body = {}
-        if isinstance(body, dict):
-            reason = str(body.get("reason") or ("" if body.get("kind") == "Status" else reason))
-            message = str(body.get("message") or "")
-            details = body.get("details") or {}
-            if isinstance(details, dict):
-                causes = tuple(str(c.get("reason") or "") for c in details.get("causes") or () if isinstance(c, dict))
-                if details.get("retryAfterSeconds"):
-                    retry_after = float(details["retryAfterSeconds"])
-        header = (err.headers or {}).get("Retry-After") if err.headers is not None else None
-        if header:
-            with contextlib.suppress(ValueError):
-                retry_after = float(header)
-        return ApiFailure(status, reason, message or str(err.reason or ""), retry_after, causes, verb, target)
-    return ApiFailure(0, "", f"{type(err).__name__}: {err}", None, (), verb, target)
+    if not isinstance(err, client.ApiException):
+        return ApiFailure(0, "", f"{type(err).__name__}: {err}", verb=verb, target=target)
+    reason, message = str(err.reason or ""), ""
+    causes: list[dict[str, Any]] = []
+    retry_after: float | None = None
+    try:
+        body = json.loads(err.body) if err.body else {}
+    except (TypeError, ValueError):
+        body = {}
+    if isinstance(body, dict):
+        # A Status with no reason (the eviction API's 500 for two budgets) has none to report.
+        reason = str(body.get("reason") or ("" if body.get("kind") == "Status" else reason))
+        message = str(body.get("message") or "")
+        found = body.get("details")
+        details: dict[str, Any] = found if isinstance(found, dict) else {}
+        causes = [c for c in details.get("causes") or () if isinstance(c, dict)]
+        if details.get("retryAfterSeconds"):
+            retry_after = float(details["retryAfterSeconds"])
+    header = err.headers.get("Retry-After") if err.headers is not None else None
+    if header:
+        with contextlib.suppress(ValueError):
+            retry_after = float(header)
+    return ApiFailure(
+        int(err.status or 0),
+        reason,
+        message or str(err.reason or ""),
+        retry_after,
+        causes=tuple(str(c.get("reason") or "") for c in causes),
+        details=tuple(str(c["message"]) for c in causes if c.get("message")),
+        verb=verb,
+        target=target,
+    )
 
 
 class MigrationApi:

@@ -433,6 +433,16 @@ class MigrationController:
             # A controller that evicted and then stopped before recording it: the pod says so.
             got, _ = self._live_pod(job)
             evicted = got is None
+        if evicted and job.spec.mode == "EvictDirectly":
+            # Its whole task was the eviction: late in the record, but done.
+            self._set_phase(handle, "Succeeded", "Evicted", "the pod was evicted (EvictDirectly)", ctx.now)
+            return
+        if evicted and job.status.new_pod_ref is not None and job.status.has("ReplacementBound"):
+            ref = job.status.new_pod_ref
+            got = self.api.get_pod(ref.namespace, ref.name)
+            if got is not None and got[1].uid == (ref.uid or got[1].uid) and got[1].ready:
+                self._await_ready(handle, ctx)  # the replacement made it as time ran out
+                return
         if evicted:
             target = job.status.target_node or job.spec.target_node
             where = f" on node {target}" if target else ""
@@ -585,7 +595,7 @@ class MigrationController:
         if failure.disruption_budget:
             metrics.EVICTIONS.labels("pdb_blocked").inc()
             self._retry_later(handle, ctx.now, self.budget_backoff)
-            detail = failure.message
+            detail = "; ".join((failure.message, *failure.details)) if failure.details else failure.message
             self._note(handle, "DisruptionBudget", f"eviction refused, will retry: {detail}")
             self._event(job, "Warning", "EvictionBlocked", f"a PodDisruptionBudget allows no disruption now: {detail}")
             bound.info("eviction blocked by a disruption budget; will retry", detail=detail)

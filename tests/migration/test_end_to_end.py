@@ -89,6 +89,7 @@ def test_pdb_without_budget_keeps_the_job_waiting_then_it_proceeds(make_harness:
     h.run(controller, 30)
     status = h.job(name)["status"]
     assert status["phase"] == "Running" and status["reason"] == "DisruptionBudget"
+    assert "The disruption budget web needs 4 healthy pods and has 4 currently" in status["message"]
     assert h.cluster.store.exists("pods", "web-0", NS)
     assert [r["spec"]["nodeName"] for r in h.reservations()] == ["node-c"]  # the room stays held
     blocked = h.evictions()
