@@ -155,6 +155,9 @@ class _Pass:
                     live.append(decode.reservation_from_raw(decode.convert(raw, decode.RawReservation)))
                 except decode.DecodeError as err:
                     log.warning("ignoring an unreadable Reservation", name=raw["metadata"].get("name"), error=str(err))
+            # Ours as read this pass (fresher than any cache), and everyone else's as the snapshot has them.
+            ours = {str(raw["metadata"].get("name")) for raw in self.reservations} | {h.job.name for h in self.handles}
+            live += [r for r in snapshot.reservations if r.name not in ours]
             self._placement = Placement(snapshot, self.policy.scheduling, reservations=live, placing=placing)
         return self._placement
 

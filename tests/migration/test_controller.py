@@ -336,3 +336,25 @@ def test_dry_run_starts_nothing_and_evicts_nothing(make_harness: Callable[..., H
     status = h.job(name)["status"]
     assert (status["phase"], status["reason"]) == ("Pending", "DryRun")
     assert h.evictions() == 0 and h.reservations() == []
+
+
+def test_room_held_by_someone_elses_reservation_is_not_reserved_again(make_harness: Callable[..., Harness]) -> None:
+    h = make_harness()
+    h.cluster.store.load(
+        [
+            {
+                "apiVersion": "descheduler.dev/v1alpha1",
+                "kind": "Reservation",
+                "metadata": {"name": "held-by-another-tool"},
+                "spec": {"nodeName": "node-c", "resources": {"cpu": "7500m"}},
+                "status": {"phase": "Available"},
+            }
+        ]
+    )
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    h.controller().reconcile_once()
+    status = h.job(name)["status"]
+    assert status["targetNode"] in ("node-b", "node-d")
+    assert "held by reservations" in next(
+        c["message"] for c in status["conditions"] if c["type"] == "ReservationScheduled"
+    )
