@@ -455,11 +455,17 @@ class MigrationController:
             message = f"not done within its ttl of {format_duration(job.spec.ttl)} (by {ttl}); the pod was not touched"
             self._set_phase(handle, "Aborted", "Timeout", message, ctx.now)
 
-    def _reserve(self, handle: JobHandle, ctx: _Pass) -> bool:
-        job = handle.job
-        got, why = self._live_pod(job)
+    def _pod_or_fail(self, handle: JobHandle, ctx: _Pass) -> tuple[dict[str, Any], Pod] | None:
+        """The job's pod, or None after failing the job MissingPod (before anything was done to it)."""
+        got, why = self._live_pod(handle.job)
         if got is None:
             self._set_phase(handle, "Failed", "MissingPod", why, ctx.now)
+        return got
+
+    def _reserve(self, handle: JobHandle, ctx: _Pass) -> bool:
+        job = handle.job
+        got = self._pod_or_fail(handle, ctx)
+        if got is None:
             return False
         raw_pod, pod = got
         name = reservation_name(job)
@@ -820,9 +826,8 @@ class MigrationController:
     def _start(self, handle: JobHandle, ctx: _Pass) -> bool:
         """Pending → Running: the pod must still exist with the same UID (else Failed MissingPod)."""
         job = handle.job
-        got, why = self._live_pod(job)
+        got = self._pod_or_fail(handle, ctx)
         if got is None:
-            self._set_phase(handle, "Failed", "MissingPod", why, ctx.now)
             return False
         _, pod = got
         refusal = hard_refusal(pod)
