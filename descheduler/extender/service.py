@@ -12,7 +12,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import msgspec
@@ -190,11 +191,7 @@ class Extender:
 
     def filter(self, body: bytes) -> bytes:
         """An ExtenderArgs body in, an ExtenderFilterResult body out (RequestError for a bad request)."""
-        request = self._decode(body)
-        with self._lock:
-            state = self._answering()
-            candidates = self._candidates(state, request)
-            state.asked_about(request.pod)
+        with self._answer(body) as (request, state, candidates):
             decision = filter_rows(request.pod, state.view, state.facts, candidates.rows)
             # Names the table does not know pass (as a node without metrics does), unless the pod was
             # steered to its Reservation: then every other node is refused.
@@ -218,11 +215,7 @@ class Extender:
 
     def prioritize(self, body: bytes) -> bytes:
         """An ExtenderArgs body in, a HostPriorityList body out."""
-        request = self._decode(body)
-        with self._lock:
-            state = self._answering()
-            candidates = self._candidates(state, request)
-            state.asked_about(request.pod)
+        with self._answer(body) as (request, state, candidates):
             node_scores = extender_scores(request.pod, state.view, candidates.rows)
             pieces = state.hosts.take(candidates.rows * (MAX_EXTENDER_PRIORITY + 1) + node_scores)
         if candidates.unknown:
@@ -233,6 +226,16 @@ class Extender:
                 merged[position] = b'{"Host":' + quoted + b',"Score":0}'
             pieces = merged
         return b"[" + b",".join(pieces.tolist()) + b"]"
+
+    @contextmanager
+    def _answer(self, body: bytes) -> Iterator[tuple[Request, ClusterState, Candidates]]:
+        """Decode outside the lock; then, holding it, the newest state and the request's candidate rows."""
+        request = self._decode(body)
+        with self._lock:
+            state = self._answering()
+            candidates = self._candidates(state, request)
+            state.asked_about(request.pod)
+            yield request, state, candidates
 
     def _decode(self, body: bytes) -> Request:
         state = self._state
