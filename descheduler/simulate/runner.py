@@ -36,7 +36,7 @@ from descheduler.simulate.record import PMJ, RESERVATION, TERMINAL, SimulationRe
 
 log = structlog.get_logger(__name__)
 
-SETTLE_TIMEOUT = 5.0
+SETTLE_TIMEOUT = 30.0  # only waits as long as the watch needs; generous for a loaded machine
 
 
 @dataclass(slots=True)
