@@ -1,0 +1,701 @@
+"""Run the benchmarks of testing.md §4 several times each and write `benchmarks/RESULTS.md`.
+
+    .venv/bin/python -m benchmarks.run                 # every benchmark (~15 min on 2 cores)
+    .venv/bin/python -m benchmarks.run planning-5000 extender --runs 2
+    python benchmarks/run.py --list
+
+Every repetition runs in a fresh subprocess (`--child NAME`), so its peak RSS (ru_maxrss) is its
+own and no cache, GC state or allocator arena carries over. The child prints one JSON object:
+metric key -> a number, or a list of samples (e.g. one per planning cycle it timed). The runner
+pools the samples of all repetitions and reports median and min–max against the target.
+Results are kept in `benchmarks/results.json`; naming some benchmarks re-runs only those and
+re-renders RESULTS.md with the others' last results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # `python benchmarks/run.py`: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+HERE = Path(__file__).resolve().parent
+RESULTS_MD = HERE / "RESULTS.md"
+RESULTS_JSON = HERE / "results.json"
+NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+CHILD_TIMEOUT = 900
+
+Sample = float | list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One row of a benchmark's table: a key of the child's JSON, how to show it, and its target."""
+
+    key: str
+    label: str
+    unit: str
+    target: tuple[str, float] | None = None  # ("<=" | ">=", value)
+    digits: int = 2
+
+    def met(self, value: float) -> bool | None:
+        if self.target is None:
+            return None
+        op, bound = self.target
+        return value <= bound if op == "<=" else value >= bound
+
+    def target_text(self) -> str:
+        if self.target is None:
+            return "—"
+        op, bound = self.target
+        return f"{'≤' if op == '<=' else '≥'} {_number(bound, self.digits)} {self.unit}".strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Benchmark:
+    name: str
+    title: str
+    runs: int  # default repetitions (fewer for the heaviest)
+    metrics: tuple[Metric, ...]
+    child: Callable[[], dict[str, Sample]]
+    note: str = ""
+    extra: Callable[[list[dict[str, Any]]], str] | None = field(default=None)  # more Markdown from the raw runs
+
+
+# ------------------------------------------------------------------ statistics and the table
+
+
+def pooled(runs: Sequence[Mapping[str, Any]], key: str) -> list[float]:
+    """Every sample of `key` over the runs (a run may give one number or a list)."""
+    out: list[float] = []
+    for run in runs:
+        value = run.get(key)
+        if isinstance(value, list):
+            out += [float(v) for v in value]
+        elif isinstance(value, int | float):
+            out.append(float(value))
+    return out
+
+
+def _number(value: float, digits: int) -> str:
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}f}"
+
+
+def metric_row(metric: Metric, samples: Sequence[float]) -> list[str]:
+    if not samples:
+        return [metric.label, "—", "—", metric.target_text(), "not measured"]
+    median = statistics.median(samples)
+    spread = f"{_number(min(samples), metric.digits)}–{_number(max(samples), metric.digits)}"
+    met = metric.met(median)
+    verdict = "—" if met is None else ("met" if met else "**missed**")
+    unit = f" {metric.unit}" if metric.unit else ""
+    return [metric.label, f"{_number(median, metric.digits)}{unit}", spread, metric.target_text(), verdict]
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def benchmark_section(bench: Benchmark, entry: Mapping[str, Any]) -> str:
+    runs: list[dict[str, Any]] = entry.get("runs", [])
+    header = ["metric", "median", "min–max", "target", "verdict"]
+    rows = [metric_row(m, pooled(runs, m.key)) for m in bench.metrics]
+    samples = max((len(pooled(runs, m.key)) for m in bench.metrics), default=0)
+    lines = [
+        f"### {bench.title} (`{bench.name}`)",
+        "",
+        f"{len(runs)} run(s), each in a fresh process; {samples} sample(s) pooled per metric"
+        f"{' (fewer runs for the heaviest benchmarks)' if bench.runs < 3 else ''}. Measured {entry.get('date', '?')}.",
+        "",
+        markdown_table(header, rows),
+    ]
+    if bench.note:
+        lines += ["", bench.note]
+    if bench.extra is not None and runs:
+        lines += ["", bench.extra(runs)]
+    if entry.get("error"):
+        lines += ["", f"**Failed**: {entry['error']}"]
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": [round(v, 2) for v in load],
+        "commit": commit,
+    }
+
+
+def render(results: Mapping[str, Any], benchmarks: Sequence[Benchmark]) -> str:
+    """RESULTS.md from the stored results (pure: a smoke test renders a tiny one)."""
+    info = results.get("machine", {})
+    parts = [
+        "# Benchmark results",
+        "",
+        "Written by `.venv/bin/python -m benchmarks.run` (see `benchmarks/README.md`); targets from "
+        "`shared/design/testing.md` §4. Medians decide met/missed; the range shows the spread over runs.",
+        "",
+        f"- machine: {info.get('cores', '?')} cores, Python {info.get('python', '?')}, {info.get('platform', '?')}",
+        f"- last run: {info.get('date', '?')} at commit {info.get('commit') or '?'}; load average when it began "
+        f"{', '.join(str(v) for v in info.get('load', []))} (the machine is shared: wall times are inflated when "
+        "it is busy, CPU seconds less so)",
+        "",
+    ]
+    summary = []
+    for bench in benchmarks:
+        entry = results.get("benchmarks", {}).get(bench.name)
+        if not entry:
+            continue
+        for metric in bench.metrics:
+            samples = pooled(entry.get("runs", []), metric.key)
+            if metric.target is not None and samples:
+                row = metric_row(metric, samples)
+                summary.append([f"{bench.title}: {metric.label}", row[1], row[3], row[4]])
+    if summary:
+        parts += ["## Summary", "", markdown_table(["benchmark", "median", "target", "verdict"], summary), ""]
+    for bench in benchmarks:
+        entry = results.get("benchmarks", {}).get(bench.name)
+        if entry:
+            parts += [benchmark_section(bench, entry), ""]
+    extra = results.get("sections", {})
+    for name in sorted(extra):
+        parts += [extra[name], ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+# ------------------------------------------------------------------ the benchmarks (children)
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _size() -> tuple[int, int]:
+    return int(os.environ.get("BENCH_NODES", "5000")), int(os.environ.get("BENCH_PODS", "150000"))
+
+
+def child_decode() -> dict[str, Sample]:
+    from benchmarks.bench_cache import bench_decode
+
+    nodes, pods = _size()
+    got = bench_decode(argparse.Namespace(nodes=nodes, pods=pods))
+    return {k: got[k] for k in ("seconds", "cpu_seconds", "peak_rss_mib", "json_mib")}
+
+
+def child_watch() -> dict[str, Sample]:
+    from benchmarks.bench_cache import bench_events
+
+    nodes, pods = _size()
+    got = bench_events(argparse.Namespace(nodes=nodes, pods=pods, events=30_000))
+    return {
+        k: got[k] for k in ("events_per_second", "events_per_cpu_second", "snapshot_seconds", "first_snapshot_seconds")
+    }
+
+
+PLANNING_POLICY = """
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+strategies:
+- name: LowNodeLoad
+  args:
+    lowThresholds: {cpu: 45, memory: 55}
+    highThresholds: {cpu: 70, memory: 80}
+- name: QuotaReclaim
+  args: {}
+evictor: {minReplicas: 2}
+limits: {maxEvictionsPerCycle: 10, maxEvictionsPerNode: 2}
+"""
+
+
+def cluster_load(cache: Any, now: datetime, hot_share: float = 0.1, seed: int = 7) -> Any:
+    """A load reading for the cache's pods: pods on the first `hot_share` of nodes use 2.6× their
+    cpu request (those nodes run ~75% cpu: hot), the others 0.6× (low)."""
+    import random
+
+    from descheduler.kube import NODES, PODS
+    from descheduler.loadsource import LoadReading
+    from descheduler.model import NodeUsage, PodUsage
+    from descheduler.resources import Resources
+
+    rng = random.Random(seed)
+    names = sorted(n.name for n in cache.records(NODES))
+    hot = set(names[: int(len(names) * hot_share)])
+    stamp = now - timedelta(seconds=20)
+    pod_usage, totals = {}, {name: [0, 0] for name in names}
+    for pod in cache.records(PODS):
+        factor = 2.6 if pod.node_name in hot else 0.6
+        cpu = int((pod.requests.get("cpu") or 0) * factor * rng.uniform(0.8, 1.2))
+        memory = int((pod.requests.get("memory") or 0) * 0.8 * rng.uniform(0.8, 1.2))
+        pod_usage[pod.key] = PodUsage(
+            namespace=pod.namespace,
+            name=pod.name,
+            timestamp=stamp,
+            usage=Resources({"cpu": cpu, "memory": memory}),
+            source="bench",
+        )
+        if pod.node_name in totals:
+            totals[pod.node_name][0] += cpu
+            totals[pod.node_name][1] += memory
+    node_usage = {
+        name: NodeUsage(
+            node=name,
+            timestamp=stamp,
+            usage=Resources({"cpu": c + 300, "memory": m + 2**30}),
+            source="bench",
+            report_interval_seconds=60,
+        )
+        for name, (c, m) in totals.items()
+    }
+    return LoadReading(source="bench", read_at=now, node_usage=node_usage, pod_usage=pod_usage)
+
+
+def quotas(namespaces: int = 50) -> dict[str, Any]:
+    """One ElasticQuota per namespace of the generated pods (min/max generous: nothing to reclaim,
+    but QuotaReclaim accounts every pod)."""
+    from descheduler.model import ElasticQuota
+    from descheduler.resources import Resources
+
+    out = {}
+    for i in range(namespaces):
+        ns = f"team-{i:02d}"
+        out[f"{ns}/{ns}"] = ElasticQuota(
+            namespace=ns,
+            name=ns,
+            api_group="scheduling.sigs.k8s.io",
+            min=Resources({"cpu": 500_000, "memory": 2000 * 2**30}),
+            max=Resources({"cpu": 5_000_000, "memory": 20_000 * 2**30}),
+        )
+    return out
+
+
+def child_planning() -> dict[str, Sample]:
+    """One planning cycle from the list-watch cache: `cache.snapshot(now, reading)` + `plan_cycle`,
+    LowNodeLoad + QuotaReclaim, with the default policy's limits; then `best_node` over every node."""
+    import gc
+
+    from benchmarks.bench_cache import fill_cache, offline_client
+    from descheduler.kube import NODES, PODS, ClusterCache
+    from descheduler.kube.kinds import KINDS, QUOTAS_SIGS
+    from descheduler.planner import plan_cycle
+    from descheduler.policy import parse_policy
+    from descheduler.scheduling import ClusterView, best_node, build_table
+
+    nodes, pods = _size()
+    cycles = int(os.environ.get("BENCH_CYCLES", "5"))
+    cache = ClusterCache(offline_client(), kinds=(NODES, PODS, QUOTAS_SIGS))
+    fill_cache(cache, nodes, pods)
+    cache.replace(KINDS[QUOTAS_SIGS], quotas(), {})
+    gc.collect()
+    policy = parse_policy(PLANNING_POLICY)
+    wall, cpu, plan_only, moves = [], [], [], 0
+    state: dict[str, Any] = {}
+    for i in range(cycles + 1):  # the first cycle sorts the cache's pods once: not a steady-state cycle
+        now = NOW + timedelta(seconds=60 * i)
+        reading = cluster_load(cache, now)
+        started, started_cpu = time.perf_counter(), time.process_time()
+        snapshot = cache.snapshot(now, reading)
+        mid = time.perf_counter()
+        plan, state = plan_cycle(snapshot, policy, state)
+        end, end_cpu = time.perf_counter(), time.process_time()
+        if i:
+            wall.append(end - started)
+            cpu.append(end_cpu - started_cpu)
+            plan_only.append(end - mid)
+        moves = len(plan.migrations)
+    table = build_table(snapshot, policy.scheduling)
+    view = ClusterView(table)
+    picks = snapshot.pods[:: max(len(snapshot.pods) // 200, 1)]
+    best = []
+    for pod in picks:
+        started = time.perf_counter()
+        best_node(pod, view, exclude=(pod.node_name,))
+        best.append((time.perf_counter() - started) * 1000)
+    return {
+        "cycle_seconds": wall,
+        "cycle_cpu_seconds": cpu,
+        "plan_seconds": plan_only,
+        "moves": moves,
+        "best_node_ms": best,
+        "peak_rss_mib": peak_rss_mib(),
+    }
+
+
+def child_extender() -> dict[str, Sample]:
+    """In-process filter + prioritize pairs as kube-scheduler sends them (see bench_extender)."""
+    import json as _json
+
+    from benchmarks.bench_extender import Bodies, MemorySource, bound_record, make_bodies, run_pairs
+    from benchmarks.cluster import generated_snapshot
+    from descheduler.extender import Extender, RefreshTiming
+    from descheduler.policy import default_policy
+
+    nodes, pods = _size()
+    requests = int(os.environ.get("BENCH_REQUESTS", "800"))
+    snapshot = generated_snapshot(nodes, pods)
+    out: dict[str, Sample] = {}
+    for label, candidates in (("all", nodes), ("500", min(500, nodes))):
+        bodies = make_bodies(snapshot, requests, candidates)
+        extender = Extender(
+            MemorySource(snapshot), default_policy().scheduling, timing=RefreshTiming(interval=1.0, build_share=1.0)
+        )
+        extender.refresh(force=True)
+        raw = [_json.loads(p) for p in bodies.pods]
+
+        def bound(i: int, node: str, extender: Any = extender, raw: list[Any] = raw) -> None:
+            if node:
+                extender.observe_binding(bound_record(raw[i], node), node)
+
+        run_pairs(Bodies(bodies.pods[:50], bodies.names[:50]), extender.filter, extender.prioritize, None)
+        latencies, cpu = run_pairs(bodies, extender.filter, extender.prioritize, bound)
+        extender.stop()
+        ordered = sorted(latencies)
+        out[f"{label}_p50_ms"] = statistics.median(ordered) * 1000
+        out[f"{label}_p99_ms"] = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1000
+        out[f"{label}_pods_per_cpu_second"] = len(latencies) / cpu
+    out["peak_rss_mib"] = peak_rss_mib()
+    return out
+
+
+def child_memory() -> dict[str, Sample]:
+    """The fake API server (this process) holds the cluster and its NodeMetrics; the controller's
+    parts run in a second process whose peak RSS is the measurement."""
+    import gc
+    import tempfile
+
+    from benchmarks.bench_cache import realistic
+    from benchmarks.fake_apiserver_load import nodes as node_objects
+    from benchmarks.fake_apiserver_load import pods as pod_objects
+    from descheduler.sim.apiserver import FakeApiServer
+
+    nodes, pods = _size()
+    with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
+        server.store.load(realistic(node_objects(nodes)))
+        server.store.load(realistic(pod_objects(pods, nodes)))
+        server.store.load(node_metrics(nodes, pods))
+        gc.freeze()
+        kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")
+        argv = [sys.executable, "-m", "benchmarks.run", "--controller", str(kubeconfig)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False, cwd=HERE.parent)
+        if done.returncode != 0:
+            raise RuntimeError(f"the controller process failed: {done.stderr[-2000:]}")
+        result: dict[str, Sample] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def node_metrics(nodes: int, pods: int) -> Any:
+    """Koordinator NodeMetrics for the generated pods (`fake_apiserver_load.pods` puts pod i on node
+    i % nodes); the first 10% of nodes are hot."""
+    from descheduler.sim.apiserver.clock import rfc3339
+
+    stamp = rfc3339(NOW.timestamp())
+    per_node: list[list[dict[str, Any]]] = [[] for _ in range(nodes)]
+    for i, pod in enumerate(_pod_names(pods)):
+        per_node[i % nodes].append(pod)
+    for n, members in enumerate(per_node):
+        factor = 2.6 if n < nodes // 10 else 0.6
+        cpu = int(300 * factor)
+        entries = [
+            {"namespace": ns, "name": name, "podUsage": {"resources": {"cpu": f"{cpu}m", "memory": "400Mi"}}}
+            for ns, name in members
+        ]
+        yield {
+            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "kind": "NodeMetric",
+            "metadata": {"name": f"node-{n:05d}"},
+            "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60, "aggregateDurationSeconds": 300}},
+            "status": {
+                "updateTime": stamp,
+                "nodeMetric": {
+                    "nodeUsage": {
+                        "resources": {"cpu": f"{cpu * len(members) + 300}m", "memory": f"{400 * len(members) + 1024}Mi"}
+                    },
+                    "systemUsage": {"resources": {"cpu": "300m", "memory": "1Gi"}},
+                },
+                "podsMetric": entries,
+            },
+        }
+
+
+def _pod_names(pods: int) -> Any:
+    from benchmarks.fake_apiserver_load import pods as pod_objects
+
+    for obj in pod_objects(pods, 1):
+        yield obj["metadata"]["namespace"], obj["metadata"]["name"]
+
+
+def controller_process(kubeconfig: str) -> dict[str, Sample]:
+    """What `descheduler run` holds at 5,000 nodes / 150,000 pods: the synced cache (every kind it
+    watches, NodeMetrics included), one load reading, one snapshot and one plan."""
+    from descheduler.kube import CLUSTER_KINDS, ClusterCache, connect
+    from descheduler.loadsource import cache_kinds, reader_for
+    from descheduler.planner import plan_cycle
+    from descheduler.policy import parse_policy
+
+    policy = parse_policy(PLANNING_POLICY + "loadSource: {type: nodeMetric}\n")
+    kube = connect(kubeconfig, None, qps=0, burst=0, timeout=300)
+    cache = ClusterCache(kube, kinds=(*CLUSTER_KINDS, *cache_kinds(policy.load_source)))
+    started = time.perf_counter()
+    cache.start()
+    if not cache.wait_synced(CHILD_TIMEOUT):
+        raise RuntimeError(f"cache not synced: {cache.not_ready()}")
+    synced = time.perf_counter() - started
+    rss_synced = peak_rss_mib()
+    now = NOW + timedelta(seconds=30)
+    started = time.perf_counter()
+    reading = reader_for(policy.load_source, kube, cache).read(now)
+    snapshot = cache.snapshot(now, reading)
+    plan, _ = plan_cycle(snapshot, policy)
+    cycle = time.perf_counter() - started
+    result: dict[str, Sample] = {
+        "sync_seconds": synced,
+        "rss_synced_mib": rss_synced,
+        "first_cycle_seconds": cycle,
+        "moves": len(plan.migrations),
+        "pods": len(snapshot.pods),
+        "peak_rss_mib": peak_rss_mib(),
+    }
+    cache.stop()
+    kube.close()
+    return result
+
+
+def child_quality() -> dict[str, Sample]:
+    from benchmarks.quality import run_quality
+
+    return run_quality()
+
+
+def _quality_extra(runs: list[dict[str, Any]]) -> str:
+    from benchmarks.quality import render_quality
+
+    return render_quality(runs[-1])
+
+
+S = "s"
+MIB = "MiB"
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark(
+        "decode",
+        "Cache: decode a 150,000-pod list",
+        3,
+        (
+            Metric("seconds", "decode the node and pod lists into the cache (wall)", S, ("<=", 5.0)),
+            Metric("cpu_seconds", "the same, CPU seconds of the process", S, ("<=", 5.0)),
+            Metric("peak_rss_mib", "peak RSS of the whole process", MIB, ("<=", 1024.0), 0),
+            Metric("json_mib", "JSON decoded (5,000 nodes + 150,000 pods, pages of 500)", MIB, None, 0),
+        ),
+        child_decode,
+        "The lists are the ones the API server returns (uid, resourceVersion, managedFields; ~1.7 KB a pod), "
+        "decoded page by page as the reflector does (`benchmarks/bench_cache.py`).",
+    ),
+    Benchmark(
+        "watch",
+        "Cache: apply pod watch events",
+        3,
+        (
+            Metric("events_per_second", "pod watch events applied per second (wall)", "/s", (">=", 20_000.0), 0),
+            Metric("events_per_cpu_second", "the same, per CPU second", "/s", (">=", 20_000.0), 0),
+            Metric("snapshot_seconds", "`cache.snapshot()` after the events", S, None, 3),
+            Metric("first_snapshot_seconds", "the first `cache.snapshot()` (sorts every pod once)", S, None, 3),
+        ),
+        child_watch,
+        "30,000 events (80% MODIFIED, 10% ADDED, 10% DELETED) on a cache holding 150,000 pods.",
+    ),
+    Benchmark(
+        "planning-500",
+        "Planning cycle at 500 nodes / 15,000 pods",
+        3,
+        (
+            Metric("cycle_seconds", "one cycle from the cache: snapshot + LowNodeLoad + QuotaReclaim (wall)", S),
+            Metric("cycle_cpu_seconds", "the same, CPU seconds", S),
+            Metric("best_node_ms", "`best_node` over 500 nodes", "ms", None, 3),
+        ),
+        child_planning,
+        "Five steady-state cycles per run (after a first one that sorts the cache's pods once); usage "
+        "changes every cycle as a new load reading; 10% of nodes hot; one ElasticQuota per namespace.",
+    ),
+    Benchmark(
+        "planning-5000",
+        "Planning cycle at 5,000 nodes / 150,000 pods, and best_node",
+        2,
+        (
+            Metric(
+                "cycle_seconds",
+                "one cycle from the cache: snapshot + LowNodeLoad + QuotaReclaim (wall)",
+                S,
+                ("<=", 1.0),
+            ),
+            Metric("cycle_cpu_seconds", "the same, CPU seconds", S, ("<=", 1.0)),
+            Metric("plan_seconds", "of which `plan_cycle` (node table + strategies)", S),
+            Metric("best_node_ms", "`best_node` over 5,000 nodes (200 pods)", "ms", ("<=", 2.0), 3),
+            Metric("moves", "moves planned (default limits: 10 a cycle)", "", None, 0),
+            Metric("peak_rss_mib", "peak RSS of the benchmark process", MIB, None, 0),
+        ),
+        child_planning,
+        "Five steady-state cycles per run as above, with the default policy's limits (10 moves a cycle, 2 per node).",
+    ),
+    Benchmark(
+        "extender",
+        "Scheduler extender: filter + prioritize at 5,000 nodes / 150,000 pods",
+        2,
+        (
+            Metric("all_p99_ms", "p99 latency per pod, 5,000 candidate names", "ms", ("<=", 10.0)),
+            Metric("all_p50_ms", "p50 latency per pod, 5,000 names", "ms"),
+            Metric("all_pods_per_cpu_second", "pods per CPU second, 5,000 names", "/s", (">=", 1000.0), 0),
+            Metric("500_p99_ms", "p99 latency, 500 names (kube-scheduler's sampling at 5,000 nodes)", "ms"),
+            Metric("500_pods_per_cpu_second", "pods per CPU second, 500 names", "/s", None, 0),
+        ),
+        child_extender,
+        "In-process (`benchmarks/bench_extender.py` has the HTTP variant): 800 pods per run, each a filter "
+        "request with the candidate names in a fresh random order, the prioritize call on the filter's "
+        "answer, then the binding reported to the extender.",
+    ),
+    Benchmark(
+        "memory",
+        "Controller memory at 5,000 nodes / 150,000 pods",
+        1,
+        (
+            Metric("peak_rss_mib", "peak RSS of the controller process", MIB, ("<=", 1024.0), 0),
+            Metric("rss_synced_mib", "RSS once every kind is listed and watched", MIB, None, 0),
+            Metric("sync_seconds", "list to synced through the fake API server (HTTP)", S, None, 1),
+            Metric("first_cycle_seconds", "first cycle: load reading + snapshot + plan", S, None, 2),
+        ),
+        child_memory,
+        "A `descheduler run`-like process: a ClusterCache of every kind the controller watches (NodeMetrics "
+        "included, 30 pods each) filled from the fake API server over HTTP, one load reading, one snapshot "
+        "and one plan (LowNodeLoad + QuotaReclaim). The target is testing.md's ≤ 1 GiB for the process.",
+    ),
+    Benchmark(
+        "quality",
+        "Quality on skewed trace clusters (a simulated day)",
+        1,
+        (
+            Metric("ours_ratio", "moves made ÷ minimum needed (ours, worst scenario)", "×", ("<=", 1.2)),
+            Metric("ours_ping_pong", "ping-pong moves (ours, all scenarios)", "", ("<=", 0.0), 0),
+            Metric("baseline_ratio", "moves made ÷ minimum (baseline, worst scenario)", "×"),
+            Metric("baseline_ping_pong", "ping-pong moves (baseline, all scenarios)", "", None, 0),
+        ),
+        child_quality,
+        "",
+        _quality_extra,
+    ),
+)
+
+
+def by_name() -> dict[str, Benchmark]:
+    return {b.name: b for b in BENCHMARKS}
+
+
+ENV = {
+    "planning-500": {"BENCH_NODES": "500", "BENCH_PODS": "15000"},
+}
+
+
+def run_child(bench: Benchmark, env: Mapping[str, str]) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "benchmarks.run", "--child", bench.name]
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+        check=False,
+        cwd=HERE.parent,
+        env={**os.environ, **ENV.get(bench.name, {}), **env},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{bench.name}: exit {done.returncode}: {done.stderr.strip()[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        loaded: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"{path}: cannot read the stored results ({err}); delete it to start afresh") from None
+    return loaded
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="benchmarks to run (default: all); see --list")
+    parser.add_argument("--runs", type=int, default=0, help="repetitions for each (default: each one's own)")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument("--output", type=Path, default=RESULTS_MD)
+    parser.add_argument("--render-only", action="store_true", help="re-render RESULTS.md from results.json")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--controller", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    known = by_name()
+    if args.child:
+        print(json.dumps(known[args.child].child()))
+        return 0
+    if args.controller:
+        print(json.dumps(controller_process(args.controller)))
+        return 0
+    if args.list:
+        for bench in BENCHMARKS:
+            print(f"{bench.name:15} {bench.runs} run(s)  {bench.title}")
+        return 0
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    results_path = args.output.with_name("results.json") if args.output != RESULTS_MD else RESULTS_JSON
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    results = load_results(results_path)
+    if not args.render_only:
+        results["machine"] = machine()
+        stored = results.setdefault("benchmarks", {})
+        for bench in [known[n] for n in args.names] if args.names else BENCHMARKS:
+            runs = args.runs or bench.runs
+            entry: dict[str, Any] = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "runs": []}
+            started = time.perf_counter()
+            for i in range(runs):
+                print(f"{bench.name}: run {i + 1}/{runs} …", file=sys.stderr, flush=True)
+                try:
+                    entry["runs"].append(run_child(bench, {}))
+                except (RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
+                    entry["error"] = str(err)[-3000:]
+                    print(f"{bench.name}: failed: {err}", file=sys.stderr)
+                    break
+            entry["seconds"] = round(time.perf_counter() - started, 1)
+            print(f"{bench.name}: {entry['seconds']:.0f} s", file=sys.stderr)
+            stored[bench.name] = entry
+            results_path.write_text(json.dumps(results, indent=1) + "\n")
+            args.output.write_text(render(results, BENCHMARKS))
+    args.output.write_text(render(results, BENCHMARKS))
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

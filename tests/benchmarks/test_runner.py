@@ -1,0 +1,74 @@
+"""The benchmark runner: its table writer, and one benchmark end to end on a tiny cluster (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.run import BENCHMARKS, Benchmark, Metric, metric_row, pooled, render
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_samples_of_every_run_are_pooled() -> None:
+    runs = [{"a": [1.0, 2.0], "b": 5}, {"a": 3.0}, {"c": "text"}]
+    assert pooled(runs, "a") == [1.0, 2.0, 3.0]
+    assert pooled(runs, "b") == [5.0]
+    assert pooled(runs, "c") == []
+
+
+def test_a_row_shows_median_spread_target_and_verdict() -> None:
+    limit = Metric("seconds", "decode", "s", ("<=", 5.0))
+    assert metric_row(limit, [4.0, 6.0, 4.5]) == ["decode", "4.50 s", "4.00–6.00", "≤ 5.00 s", "met"]
+    assert metric_row(limit, [6.0, 7.0])[4] == "**missed**"
+    rate = Metric("rate", "events", "/s", (">=", 20_000.0), 0)
+    assert metric_row(rate, [19_000.0, 25_000.0, 26_000.0])[1:] == ["25,000 /s", "19,000–26,000", "≥ 20,000 /s", "met"]
+    assert metric_row(Metric("x", "untargeted", ""), [1.0])[3:] == ["—", "—"]
+    assert metric_row(limit, [])[1] == "—"
+
+
+def test_results_render_with_machine_summary_and_one_table_per_benchmark() -> None:
+    bench = Benchmark("demo", "A demo", 3, (Metric("seconds", "time", "s", ("<=", 1.0)),), dict, "A note.")
+    results = {
+        "machine": {"cores": 2, "python": "3.11.7", "platform": "Linux", "date": "today", "load": [1.0], "commit": "x"},
+        "benchmarks": {"demo": {"date": "today", "runs": [{"seconds": 0.5}, {"seconds": [1.5, 0.7]}]}},
+    }
+    text = render(results, [bench, BENCHMARKS[0]])
+    assert "2 cores, Python 3.11.7" in text
+    assert "| A demo: time | 0.70 s | ≤ 1.00 s | met |" in text
+    assert "### A demo (`demo`)" in text and "2 run(s)" in text and "3 sample(s)" in text and "A note." in text
+    assert BENCHMARKS[0].title not in text  # not run: no section
+
+
+def test_every_benchmark_has_a_distinct_name_and_the_targets_of_testing_md() -> None:
+    names = [b.name for b in BENCHMARKS]
+    assert len(set(names)) == len(names)
+    targets = {(b.name, m.key): m.target for b in BENCHMARKS for m in b.metrics if m.target}
+    assert targets[("decode", "seconds")] == ("<=", 5.0)
+    assert targets[("planning-5000", "cycle_seconds")] == ("<=", 1.0)
+    assert targets[("planning-5000", "best_node_ms")] == ("<=", 2.0)
+    assert targets[("extender", "all_p99_ms")] == ("<=", 10.0)
+    assert targets[("watch", "events_per_second")] == (">=", 20_000.0)
+
+
+def test_the_runner_writes_results_for_a_named_benchmark(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCH_NODES": "30", "BENCH_PODS": "600", "BENCH_CYCLES": "1"}
+    output = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [sys.executable, "benchmarks/run.py", "planning-5000", "--runs", "1", "--output", str(output)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    stored = json.loads((tmp_path / "results.json").read_text())
+    run = stored["benchmarks"]["planning-5000"]["runs"][0]
+    assert len(run["cycle_seconds"]) == 1 and len(run["best_node_ms"]) > 0 and run["peak_rss_mib"] > 0
+    text = output.read_text()
+    assert "### Planning cycle at 5,000 nodes" in text and "| one cycle from the cache" in text
