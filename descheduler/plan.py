@@ -41,6 +41,14 @@ class NodeReport(msgspec.Struct, frozen=True, kw_only=True):
     prod_class: NodeClass | None = None
 
 
+class QuotaRef(msgspec.Struct, frozen=True):
+    """An ElasticQuota object: where Events about a reclaim go."""
+
+    api_group: str
+    namespace: str
+    name: str
+
+
 class Migration(msgspec.Struct, frozen=True, kw_only=True):
     pod: PodKey
     strategy: str
@@ -51,6 +59,7 @@ class Migration(msgspec.Struct, frozen=True, kw_only=True):
     usage: Resources = EMPTY
     uid: str = ""
     serves: PodKey | None = None  # QuotaReclaim: the pending pod this victim makes room for
+    quota: QuotaRef | None = None  # QuotaReclaim: the victim's (borrowing) ElasticQuota
 
 
 class Skip(msgspec.Struct, frozen=True, kw_only=True):

@@ -98,7 +98,8 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
         current,
         clock,
         dry_run=options.dry_run,
-        recorder=events if options.dry_run_events else None,
+        recorder=events,
+        dry_run_events=options.dry_run_events,
     )
     migration = (
         None

@@ -17,7 +17,7 @@ import structlog
 from descheduler import metrics
 from descheduler.errors import InputError
 from descheduler.events import EventRecorder, ObjectRef
-from descheduler.plan import Plan
+from descheduler.plan import Plan, QuotaRef
 from descheduler.planner import plan_cycle
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
@@ -67,15 +67,18 @@ class PlanningLoop:
         *,
         dry_run: bool = False,
         recorder: EventRecorder | None = None,
+        dry_run_events: bool = False,
     ) -> None:
-        """`recorder`: when given, a dry-run cycle writes a WouldDeschedule Event on each pod it
-        would move (the only write a dry run makes)."""
+        """`recorder` writes a Reclaim Event on each ElasticQuota a cycle reclaims from; with
+        `dry_run_events`, a dry-run cycle writes a WouldDeschedule Event on each pod it would move
+        (the only write a dry run makes)."""
         self.source = source
         self.mover = mover
         self.policy = policy
         self.clock = clock
         self.dry_run = dry_run
         self.recorder = recorder
+        self.dry_run_events = dry_run_events
         self.state: dict[str, Any] = {}
         self.last: CycleResult | None = None
         self.cycles = 0
@@ -111,7 +114,9 @@ class PlanningLoop:
         self._report(plan)
         dry = self.dry_run or policy.dry_run
         submitted = [] if dry or not plan.migrations else self.mover.submit(plan, snapshot)
-        if dry and self.recorder is not None:
+        if submitted and self.recorder is not None:
+            self._quota_events(plan)
+        if dry and self.dry_run_events and self.recorder is not None:
             uids = {p.key: p.uid for p in snapshot.pods}
             for m in plan.migrations:
                 ref = ObjectRef("Pod", m.pod.name, m.pod.namespace, uids.get(str(m.pod), ""))
@@ -148,6 +153,17 @@ class PlanningLoop:
                 mode=m.mode,
                 reason=m.reason,
             )
+
+    def _quota_events(self, plan: Plan) -> None:
+        """One Event per borrowing ElasticQuota a cycle reclaims from (the pods get theirs from the jobs)."""
+        assert self.recorder is not None
+        by_quota: dict[QuotaRef, list[str]] = {}
+        for m in plan.migrations:
+            if m.quota is not None:
+                by_quota.setdefault(m.quota, []).append(str(m.pod))
+        for quota, pods in by_quota.items():
+            ref = ObjectRef("ElasticQuota", quota.name, quota.namespace, api_version=f"{quota.api_group}/v1alpha1")
+            self.recorder.normal(ref, "Reclaim", f"reclaiming lent capacity: evicting {', '.join(pods)}")
 
     def not_ready(self) -> str | None:
         return self.source.not_ready()

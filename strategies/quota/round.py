@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from descheduler.budget import EvictionBudget
 from descheduler.evictor import hard_refusal
 from descheduler.model import LABEL_QUOTA_PREEMPTIBLE
-from descheduler.plan import Migration, PodKey, Skip
+from descheduler.plan import Migration, PodKey, QuotaRef, Skip
 from descheduler.policy import QuotaReclaimArgs
 from descheduler.strategy import PlanContext, StrategyResult
 from strategies.quota.accounting import Ledger
@@ -121,6 +121,7 @@ class Round:
                     continue
                 self.ctx.budget.take(pod, pod.node_name)
                 self.ctx.view.remove(pod)
+                quota = self.tree.groups[unit.group].quota
                 self.result.migrations.append(
                     Migration(
                         pod=PodKey.of(pod),
@@ -132,6 +133,7 @@ class Round:
                         usage=pod.requests,
                         uid=pod.uid,
                         serves=serves,
+                        quota=QuotaRef(quota.api_group, quota.namespace, quota.name),
                     )
                 )
         return keys

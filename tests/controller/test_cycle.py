@@ -95,3 +95,34 @@ def test_dry_run_plans_but_submits_nothing() -> None:
     assert result.plan is not None and len(result.plan.migrations) == 2
     assert result.submitted == [] and mover.plans == []
     assert metrics.sample("descheduler_nodes", {"class": "high"}) == 2
+
+
+def test_a_reclaim_writes_an_event_on_the_borrowing_elastic_quota() -> None:
+    from pathlib import Path
+
+    from descheduler.events import EventRecorder
+    from descheduler.policy import load_policy
+    from descheduler.sim.apiserver import FakeApiServer
+
+    root = Path(__file__).resolve().parents[2]
+    quota_demo = load_snapshot(root / "descheduler" / "demo" / "quota.yaml")
+    quota_policy = load_policy(root / "config" / "examples" / "quota-reclaim-demo.yaml")
+
+    class QuotaSource(Source):
+        def snapshot(self, now: datetime, policy: Policy) -> Snapshot:
+            return quota_demo
+
+    with FakeApiServer() as server, server.api_client() as api:
+        for q in quota_demo.quotas:  # the quotas' namespaces exist in a real cluster
+            if not server.store.exists("namespaces", q.namespace):
+                server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": q.namespace}})
+        loop = PlanningLoop(
+            QuotaSource(), Recorder(), lambda: quota_policy, lambda: quota_demo.now, recorder=EventRecorder(api)
+        )
+        result = loop.run_cycle()
+        assert result.plan is not None and result.submitted
+        events = [e for e in server.store.list("events") if e["involvedObject"]["kind"] == "ElasticQuota"]
+    lender = result.plan.migrations[0].quota
+    assert lender is not None
+    assert [(e["involvedObject"]["name"], e["reason"]) for e in events] == [(lender.name, "Reclaim")]
+    assert str(result.plan.migrations[0].pod) in events[0]["message"]
