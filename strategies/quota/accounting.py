@@ -72,18 +72,27 @@ class Ledger:
         """`groups`: pod key → group; `usable`: nodes whose free capacity a pending pod can use."""
         used: dict[str, Resources] = {name: EMPTY for name in tree.groups}
         ledger = cls(tree=tree, used=used, cluster_free=EMPTY, gate=gate)
+        # One pass over the pods, summing in plain dicts (a Resources per pod costs ~4 µs: 0.6 s at 150,000).
+        by_group: dict[str, dict[str, int]] = {}
+        by_node: dict[str, dict[str, int]] = {}
         for pod in snapshot.pods:
+            if not holds_capacity(pod):
+                continue
             group = groups.get(pod.key)
-            if group is not None and holds_capacity(pod):
-                ledger.add(group, pod.requests)
+            requests = pod.requests.as_dict()
+            node_sums = by_node.setdefault(pod.node_name, {})
+            for r, v in requests.items():
+                node_sums[r] = node_sums.get(r, 0) + v
+            if group is not None:
+                group_sums = by_group.setdefault(group, {})
+                for r, v in requests.items():
+                    group_sums[r] = group_sums.get(r, 0) + v
+        for group, sums in by_group.items():
+            ledger.add(group, sums)
         free: dict[str, int] = {}
         for name in usable:
             node = snapshot.node_by_name[name]
-            requested: dict[str, int] = {}
-            for pod in snapshot.pods_by_node.get(name, ()):
-                if holds_capacity(pod):
-                    for r, v in pod.requests.items():
-                        requested[r] = requested.get(r, 0) + v
+            requested = by_node.get(name, {})
             for r, v in node.allocatable.items():
                 free[r] = free.get(r, 0) + max(0, v - requested.get(r, 0))
         ledger.cluster_free = Resources(free)

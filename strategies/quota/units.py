@@ -77,6 +77,9 @@ def build_units(pods: Iterable[Pod], groups: Mapping[str, str]) -> list[Unit]:
 
 
 def _unit(key: str, pods: list[Pod], groups: Mapping[str, str], gang: str | None) -> Unit:
+    if len(pods) == 1:  # the common case, without the sums (one per pod: ~1 s at 150,000 pods)
+        pod = pods[0]
+        return Unit(key, (pod,), (groups.get(pod.key, ""),), pod.requests, pod.priority or 0, pod.created, gang)
     created = [p.created for p in pods if p.created is not None]
     return Unit(
         key=key,
