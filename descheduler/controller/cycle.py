@@ -7,6 +7,7 @@ skips the cycle (counted and logged), and the previous cycle's jobs carry on unt
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -122,7 +123,7 @@ class PlanningLoop:
                 ref = ObjectRef("Pod", m.pod.name, m.pod.namespace, uids.get(str(m.pod), ""))
                 target = f" to {m.target_node}" if m.target_node else ""
                 self.recorder.normal(ref, "WouldDeschedule", f"dry run: {m.strategy} would move it{target}: {m.reason}")
-        for strategy, count in _by_strategy(plan).items():
+        for strategy, count in Counter(m.strategy for m in plan.migrations).items():
             metrics.MIGRATIONS.labels(strategy, "planned").inc(count)
         metrics.CYCLES.labels("planned").inc()
         summary = plan.summary()
@@ -167,10 +168,3 @@ class PlanningLoop:
 
     def not_ready(self) -> str | None:
         return self.source.not_ready()
-
-
-def _by_strategy(plan: Plan) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for m in plan.migrations:
-        counts[m.strategy] = counts.get(m.strategy, 0) + 1
-    return counts

@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from descheduler.durations import format_duration, parse_duration
+from descheduler.model import JOB_SOURCE_NODE_ANNOTATION, JOB_WORKLOAD_UID_ANNOTATION
 
 GROUP: Final = "descheduler.dev"
 VERSION: Final = "v1alpha1"
@@ -38,9 +39,9 @@ LABEL_POD_UID: Final = "descheduler.dev/pod-uid"
 LABEL_JOB: Final = "descheduler.dev/job"
 ANNOTATION_STRATEGY: Final = "descheduler.dev/strategy"
 ANNOTATION_REASON: Final = "descheduler.dev/reason"
-ANNOTATION_SOURCE_NODE: Final = "descheduler.dev/source-node"
+ANNOTATION_SOURCE_NODE: Final = JOB_SOURCE_NODE_ANNOTATION
 ANNOTATION_WORKLOAD: Final = "descheduler.dev/workload"
-ANNOTATION_WORKLOAD_UID: Final = "descheduler.dev/workload-uid"
+ANNOTATION_WORKLOAD_UID: Final = JOB_WORKLOAD_UID_ANNOTATION
 ANNOTATION_CYCLE: Final = "descheduler.dev/cycle"
 
 Mode = Literal["ReservationFirst", "EvictDirectly"]

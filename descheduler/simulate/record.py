@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from descheduler.controller.cycle import CycleResult
@@ -16,10 +17,6 @@ from descheduler.evictor import eviction_refusal
 from descheduler.plan import Plan
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
-
-TERMINAL = ("Succeeded", "Failed", "Aborted")
-PMJ = ("descheduler.dev", "v1alpha1", "podmigrationjobs")
-RESERVATION = ("descheduler.dev", "v1alpha1", "reservations")
 
 
 @dataclass(slots=True)
@@ -89,7 +86,7 @@ class SimulationRecord:
     # ---------------------------------------------------------------- results
 
     def phases(self) -> dict[str, int]:
-        return dict(sorted(Counter(_phase(job) for job in self.jobs.values()).items()))
+        return dict(sorted(Counter(phase(job) for job in self.jobs.values()).items()))
 
     def ping_pong(self) -> list[str]:
         """Moves whose replacement landed on a node that was above its high threshold at the next
@@ -100,7 +97,7 @@ class SimulationRecord:
             status = job.get("status") or {}
             new = status.get("newPodRef") or {}
             done = _seconds(status.get("completionTime"), self.began)
-            if _phase(job) != "Succeeded" or not new.get("name") or done is None:
+            if phase(job) != "Succeeded" or not new.get("name") or done is None:
                 continue
             placed[_pod_key(new)] = (name, done)
             node = status.get("targetNode") or (job.get("spec") or {}).get("targetNode", "")
@@ -159,7 +156,7 @@ class SimulationRecord:
                     "pod": "{namespace}/{name}".format(**{"namespace": "", "name": "", **spec.get("podRef", {})}),
                     "from": self.sources.get(name, ""),
                     "to": ((job.get("status") or {}).get("targetNode") or spec.get("targetNode") or ""),
-                    "phase": _phase(job),
+                    "phase": phase(job),
                     "reason": spec.get("reason", ""),
                     "outcome": " ".join(
                         str(v) for v in ((job.get("status") or {}).get(k) for k in ("reason", "message")) if v
@@ -171,7 +168,7 @@ class SimulationRecord:
         }
 
 
-def _phase(job: dict[str, Any]) -> str:
+def phase(job: dict[str, Any]) -> str:
     return str((job.get("status") or {}).get("phase") or "Pending")
 
 
@@ -185,8 +182,6 @@ def _evicted(job: dict[str, Any]) -> bool:
 
 
 def _seconds(stamp: Any, began: float) -> float | None:
-    from datetime import datetime
-
     if not stamp:
         return None
     return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() - began
@@ -249,7 +244,7 @@ def limit_violations(jobs: list[dict[str, Any]], pods: list[dict[str, Any]], pol
     """Arbitration limits exceeded by the jobs in flight (Running) right now, counted from the API."""
     args = policy.migration
     node_of = _nodes(pods)
-    running = [j for j in jobs if _phase(j) == "Running"]
+    running = [j for j in jobs if phase(j) == "Running"]
     found: list[str] = []
 
     def check(scope: str, counts: Counter[str], limit: int | None) -> None:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -24,15 +23,15 @@ from descheduler import metrics
 from descheduler.controller.cycle import PlanningLoop
 from descheduler.controller.source import ClusterSource
 from descheduler.events import EventRecorder
-from descheduler.kube import CLUSTER_KINDS, ClusterCache, KubeClient, connect
+from descheduler.kube import CLUSTER_KINDS, MIGRATION_JOBS, RESERVATIONS, ClusterCache, KubeClient, connect
 from descheduler.loadsource import cache_kinds
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
-from descheduler.migration.objects import LABEL_JOB
+from descheduler.migration.objects import LABEL_JOB, TERMINAL_PHASES
 from descheduler.policy import Policy
 from descheduler.sim.cluster import SimulatedCluster
 from descheduler.sim.scenario import LoadedScenario
-from descheduler.simulate.record import PMJ, RESERVATION, TERMINAL, SimulationRecord
+from descheduler.simulate.record import SimulationRecord, phase
 
 log = structlog.get_logger(__name__)
 
@@ -136,7 +135,7 @@ class Simulation:
 
     def _observe(self) -> None:
         store = self.cluster.store
-        self.record.on_step(store.list(PMJ_PATH), store.list("pods"))
+        self.record.on_step(store.list(MIGRATION_JOBS), store.list("pods"))
 
     def _drain(self, migration: MigrationController) -> None:
         """Let the jobs in flight end (bounded), so the report counts outcomes, not snapshots."""
@@ -146,14 +145,14 @@ class Simulation:
             waited += self.options.migration_period
 
     def _active_jobs(self) -> bool:
-        return any((job.get("status") or {}).get("phase") not in TERMINAL for job in self.cluster.store.list(PMJ_PATH))
+        return any(phase(job) not in TERMINAL_PHASES for job in self.cluster.store.list(MIGRATION_JOBS))
 
     def _orphans(self) -> list[str]:
         """Reservations still holding room whose job is gone or finished."""
         store = self.cluster.store
-        live = {job["metadata"]["name"] for job in store.list(PMJ_PATH) if _phase(job) not in TERMINAL}
+        live = {job["metadata"]["name"] for job in store.list(MIGRATION_JOBS) if phase(job) not in TERMINAL_PHASES}
         orphans = []
-        for reservation in store.list(RESERVATION_PATH):
+        for reservation in store.list(RESERVATIONS):
             status = reservation.get("status") or {}
             if status.get("phase") in ("Consumed", "Expired", "Failed"):
                 continue
@@ -174,11 +173,3 @@ class Simulation:
             self.kube.close()
         self.cluster.stop()
         self._tmp.cleanup()
-
-
-def _phase(job: dict[str, Any]) -> str:
-    return str((job.get("status") or {}).get("phase") or "Pending")
-
-
-PMJ_PATH = ".".join((PMJ[2], PMJ[0]))
-RESERVATION_PATH = ".".join((RESERVATION[2], RESERVATION[0]))
