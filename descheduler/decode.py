@@ -24,6 +24,7 @@ from descheduler.model import (
     ANNOTATION_PREFER_NO_EVICTION,
     ANNOTATION_RAW_ALLOCATABLE,
     ANNOTATION_USAGE_THRESHOLDS,
+    JOB_POD_USAGE_ANNOTATION,
     JOB_SOURCE_NODE_ANNOTATION,
     JOB_WORKLOAD_UID_ANNOTATION,
     AggregatedUsage,
@@ -837,4 +838,18 @@ def migration_job_from_raw(raw: RawMigrationJob) -> MigrationJob:
         or annotations.get(JOB_WORKLOAD_UID_ANNOTATION, ""),
         started=status.start_time,
         evicted=evicted,
+        pod_usage=_job_pod_usage(annotations.get(JOB_POD_USAGE_ANNOTATION)),
     )
+
+
+def _job_pod_usage(text: str | None) -> Resources:
+    if not text:
+        return EMPTY
+    field = f"metadata.annotations[{JOB_POD_USAGE_ANNOTATION}]"
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict) or not all(isinstance(v, str | int) for v in raw.values()):
+        raise DecodeError(field, 'expected a JSON object of resource quantities, e.g. {"cpu": "1200m"}')
+    return resources(raw, field)

@@ -31,9 +31,11 @@ ANNOTATION_CONFIG_SOURCE = "kubernetes.io/config.source"
 ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
 ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
 ANNOTATION_OVER_MAX_SINCE = "descheduler.dev/over-max-since"
-# On PodMigrationJobs (written by the executor): the pod's node and its controller's UID.
+# On PodMigrationJobs (written by the executor): the pod's node, its controller's UID and its
+# measured usage when the move was planned (JSON ResourceList).
 JOB_SOURCE_NODE_ANNOTATION = "descheduler.dev/source-node"
 JOB_WORKLOAD_UID_ANNOTATION = "descheduler.dev/workload-uid"
+JOB_POD_USAGE_ANNOTATION = "descheduler.dev/pod-usage"
 LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
 LABEL_QUOTA_NAME = "quota.scheduling.koordinator.sh/name"
 LABEL_QUOTA_PARENT = "quota.scheduling.koordinator.sh/parent"
@@ -311,6 +313,9 @@ class MigrationJob(msgspec.Struct, frozen=True, kw_only=True):
     workload_uid: str = ""  # the moved pod's controller
     started: datetime | None = None  # admitted: Running since
     evicted: datetime | None = None
+    # The moved pod's measured usage when planned: its node's metric still holds it for a while
+    # after the pod is gone (scheduling-core.md §4).
+    pod_usage: Resources = EMPTY
 
     @property
     def active(self) -> bool:

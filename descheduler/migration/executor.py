@@ -4,6 +4,7 @@ makes a second job for the same move, and none for a pod that is already moving)
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +30,7 @@ from descheduler.migration.objects import (
     format_time,
     parse_job,
 )
-from descheduler.model import Pod
+from descheduler.model import JOB_POD_USAGE_ANNOTATION, Pod
 from descheduler.plan import Migration, Plan
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
@@ -83,6 +84,9 @@ def job_body(move: Migration, pod: Pod | None, cycle: str, policy: Policy, snaps
     if workload_uid:
         annotations[ANNOTATION_WORKLOAD] = workload
         annotations[ANNOTATION_WORKLOAD_UID] = workload_uid
+    measured = snapshot.pod_usage.get(f"{move.pod.namespace}/{move.pod.name}")
+    if measured is not None and measured.usage:
+        annotations[JOB_POD_USAGE_ANNOTATION] = json.dumps(measured.usage.to_quantities(), separators=(",", ":"))
     return {
         "apiVersion": PodMigrationJob.model_fields["api_version"].default,
         "kind": "PodMigrationJob",

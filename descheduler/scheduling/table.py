@@ -373,6 +373,7 @@ def _fill_pods(table: NodeTable, snapshot: Snapshot, args: SchedulingArgs) -> No
     prod_unreported = _by_node(rows, extra * matrix.prod[:, None], n)
     measured_cols = [table.column[name] for name in table.measured if name in table.column]
     usage = pod_sum - leaving
+    departed = _departed(table, snapshot)
     for row, name in enumerate(table.names):
         metric = snapshot.node_usage.get(name)
         if metric is None:
@@ -380,7 +381,7 @@ def _fill_pods(table: NodeTable, snapshot: Snapshot, args: SchedulingArgs) -> No
         if metric.system_usage is not None:
             system = table.vector(metric.system_usage)
         else:
-            system = np.maximum(table.vector(metric.usage) - pod_sum[row], 0)
+            system = np.maximum(table.vector(metric.usage) - pod_sum[row] - departed[row], 0)
         usage[row, measured_cols] += system[measured_cols]
     table.usage[:] = usage
     table.prod_usage[:] = prod
@@ -391,6 +392,30 @@ def _fill_pods(table: NodeTable, snapshot: Snapshot, args: SchedulingArgs) -> No
     for reservation in snapshot.reservations:
         if reservation.holds_room and reservation.node_name in table.index:
             table.reserved[table.index[reservation.node_name]] += table.vector(reservation.resources)
+
+
+def _departed(table: NodeTable, snapshot: Snapshot) -> IntArray:
+    """Per node, the usage of pods our jobs evicted that are gone but that the node's last metric may
+    still include (evicted within its window). Without this, a node metric taken before the move
+    would count the moved pod's load as system load, and the source would look hot again until the
+    next report (scheduling-core.md §4: moves count until the metrics have caught up)."""
+    out = np.zeros((table.size, len(table.resources)), dtype=np.int64)
+    present: tuple[set[str], set[str]] | None = None
+    for job in snapshot.jobs:
+        row = table.index.get(job.source_node)
+        metric = snapshot.node_usage.get(job.source_node)
+        if job.evicted is None or not job.pod_usage or row is None or metric is None:
+            continue
+        span = max(metric.window_seconds, metric.report_interval_seconds)
+        if job.evicted <= metric.timestamp - timedelta(seconds=span):
+            continue  # the report covers only time after the eviction
+        if present is None:
+            present = ({p.uid for p in snapshot.pods}, {p.key for p in snapshot.pods})
+        uids, keys = present
+        if (job.pod.uid in uids) if job.pod.uid else (f"{job.pod.namespace}/{job.pod.name}" in keys):
+            continue  # still there: its own metric counts it (and leaving if it is being deleted)
+        out[row] += table.vector(job.pod_usage)
+    return out
 
 
 def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
