@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from typing import Any, Final, Literal, Self
 
@@ -10,6 +10,7 @@ from pydantic import (
     BaseModel,
     Field,
     GetJsonSchemaHandler,
+    ModelWrapValidatorHandler,
     SerializeAsAny,
     ValidationInfo,
     field_validator,
@@ -18,8 +19,9 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from descheduler.policy.crossfield import INVALID, PartialInput, Problem, cross_field_rules
 from descheduler.policy.evictor import EvictorArgs, Limits
-from descheduler.policy.fields import PolicyModel, PositiveDuration, Selector, problem, raise_problems
+from descheduler.policy.fields import PolicyModel, PositiveDuration, Selector, problem
 from descheduler.policy.loadsource import LoadSource, MetricsServerSource
 from descheduler.policy.lownodeload import LowNodeLoadArgs
 from descheduler.policy.migration import MigrationArgs
@@ -127,19 +129,23 @@ class Policy(PolicyModel, json_schema_extra=_require_api_version_and_kind):
     strategies: list[StrategyConfig] = Field(default_factory=list)
     migration: MigrationArgs = Field(default_factory=MigrationArgs)
 
-    @model_validator(mode="after")
-    def _unique_strategy_names(self) -> Self:
-        first: dict[str, int] = {}
-        problems = []
-        for index, strategy in enumerate(self.strategies):
-            if strategy.name in first:
-                message = f"duplicate strategy {strategy.name!r} (also strategies[{first[strategy.name]}])"
-                problems.append((("strategies", index, "name"), message, strategy.name))
-            first.setdefault(strategy.name, index)
-        if problems:
-            raise_problems(type(self).__name__, problems)
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _cross_field_rules(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return cross_field_rules(data, handler, _unique_strategy_names)
 
     def strategy_args(self, name: str) -> BaseModel | None:
         """The validated args of the strategy with this name, or None when it is not configured."""
         return next((s.args for s in self.strategies if s.name == name), None)
+
+
+def _unique_strategy_names(policy: PartialInput) -> Iterator[Problem]:
+    first: dict[str, int] = {}
+    strategies = policy.items("strategies")
+    for index in range(len(strategies) if strategies is not INVALID else 0):
+        name = policy.value("strategies", index, "name")
+        if not isinstance(name, str):
+            continue  # already reported as invalid
+        if name in first:
+            yield ("strategies", index, "name"), f"duplicate strategy {name!r} (also strategies[{first[name]}])", name
+        first.setdefault(name, index)

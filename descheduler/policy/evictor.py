@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Self
+from collections.abc import Iterator
+from typing import Any, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
-from descheduler.policy.fields import Duration, NonNegativeInt, PolicyModel, Selector, problem
+from descheduler.policy.crossfield import PartialInput, Problem, cross_field_rules
+from descheduler.policy.fields import Duration, NonNegativeInt, PolicyModel, Selector
 
 
 class NamespaceFilter(PolicyModel):
@@ -15,16 +17,21 @@ class NamespaceFilter(PolicyModel):
     include: list[str] | None = Field(default=None, description="only these namespaces")
     exclude: list[str] | None = Field(default=None, description="every namespace except these")
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Self:
-        if (self.include is None) == (self.exclude is None):
-            raise problem("set exactly one of include or exclude")
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _exactly_one(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return cross_field_rules(data, handler, _exactly_one_of_include_or_exclude)
 
     def allows(self, namespace: str) -> bool:
         if self.include is not None:
             return namespace in self.include
         return namespace not in (self.exclude or ())
+
+
+def _exactly_one_of_include_or_exclude(namespaces: PartialInput) -> Iterator[Problem]:
+    # A list that failed validation was still given: it counts as set.
+    if (namespaces.value("include") is None) == (namespaces.value("exclude") is None):
+        yield (), "set exactly one of include or exclude", None
 
 
 class EvictorArgs(PolicyModel):

@@ -6,9 +6,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Self, get_args
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, field_validator, model_validator
 
 from descheduler.labels import LabelSelector
+from descheduler.policy.crossfield import INVALID, Entries, Invalid, PartialInput, Problem, cross_field_rules
 from descheduler.policy.evictor import NamespaceFilter
 from descheduler.policy.fields import (
     Loc,
@@ -19,7 +20,6 @@ from descheduler.policy.fields import (
     Thresholds,
     Weights,
     problem,
-    raise_problems,
 )
 
 PodSortKey = Literal["priorityClass", "priority", "qos", "deletionCost", "evictionCost", "usageFit", "age", "name"]
@@ -104,17 +104,10 @@ class LowNodeLoadArgs(PolicyModel):
     pod_sort_keys: list[PodSortKey] = Field(default_factory=lambda: list(DEFAULT_POD_SORT_KEYS))
     victim_selection: Literal["greedy", "minimal"] = "greedy"
 
-    @model_validator(mode="after")
-    def _consistent(self) -> Self:
-        problems = list(_duplicates(self.pod_sort_keys, ("podSortKeys",), "sort key"))
-        problems += _duplicates([p.name for p in self.node_pools], ("nodePools",), "pool name", suffix="name")
-        problems += _duplicates([p.name for p in self.pod_selectors], ("podSelectors",), "selector name", suffix="name")
-        problems += _threshold_problems(self, self._top_level_pool(), ())
-        for index, pool in enumerate(self.node_pools):
-            problems += _threshold_problems(pool, self._resolve(pool), ("nodePools", index))
-        if problems:
-            raise_problems(type(self).__name__, problems)
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _consistent(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return cross_field_rules(data, handler, _lownodeload_rules)
 
     def effective_pools(self) -> list[PoolArgs]:
         """Each node pool resolved against the top level, then the "default" pool of remaining nodes."""
@@ -148,71 +141,123 @@ class LowNodeLoadArgs(PolicyModel):
         )
 
 
-def _duplicates(
-    values: Sequence[str], loc: Loc, what: str, suffix: str | None = None
-) -> Iterator[tuple[Loc, str, Any]]:
+def _lownodeload_rules(args: PartialInput) -> Iterator[Problem]:
+    """lownodeload.md §1 rules across fields, on what validated."""
+    yield from _duplicates(args.items("podSortKeys"), ("podSortKeys",), "sort key")
+    yield from _duplicates(_names(args, "nodePools"), ("nodePools",), "pool name", suffix="name")
+    yield from _duplicates(_names(args, "podSelectors"), ("podSelectors",), "selector name", suffix="name")
+    top = _Level.read(args, ())
+    yield from _threshold_problems(top, top, ())
+    pools = args.items("nodePools")
+    for index, pool in enumerate(pools if pools is not INVALID else ()):
+        if pool is not INVALID:
+            own = _Level.read(args, ("nodePools", index))
+            yield from _threshold_problems(own, own.resolved(top), ("nodePools", index))
+
+
+def _names(args: PartialInput, field: str) -> list[Any] | Invalid:
+    """The `name` of each item of a list of named objects, INVALID where it failed."""
+    items = args.items(field)
+    return INVALID if items is INVALID else [args.value(field, index, "name") for index in range(len(items))]
+
+
+def _duplicates(values: Sequence[Any] | Invalid, loc: Loc, what: str, suffix: str | None = None) -> Iterator[Problem]:
     first: dict[str, int] = {}
-    for index, value in enumerate(values):
+    for index, value in enumerate(values if values is not INVALID else ()):
+        if not isinstance(value, str):
+            continue  # already reported as invalid
         if value in first:
             where = (*loc, index, suffix) if suffix else (*loc, index)
             yield where, f"duplicate {what} {value!r} (first at index {first[value]})", value
         first.setdefault(value, index)
 
 
-# (field attribute, YAML key) of the threshold maps, in the order problems are reported.
-_LOW, _HIGH = ("low_thresholds", "lowThresholds"), ("high_thresholds", "highThresholds")
-_PROD_LOW, _PROD_HIGH = (
-    ("prod_low_thresholds", "prodLowThresholds"),
-    ("prod_high_thresholds", "prodHighThresholds"),
-)
+# The YAML keys of the threshold maps, in the order problems are reported.
+_LOW, _HIGH, _PROD_LOW, _PROD_HIGH = "lowThresholds", "highThresholds", "prodLowThresholds", "prodHighThresholds"
+_THRESHOLD_MAPS = (_LOW, _HIGH, _PROD_LOW, _PROD_HIGH)
+_ThresholdMap = Entries | Invalid | None
 
 
-def _threshold_problems(owner: LowNodeLoadArgs | NodePool, pool: PoolArgs, loc: Loc) -> list[tuple[Loc, str, Any]]:
+@dataclass(frozen=True, slots=True)
+class _Level:
+    """The threshold maps and deviation flag of the top level or of one node pool, INVALID where they failed.
+
+    `maps` holds what this level sets itself (None: not set); after `resolved`, what applies to its nodes.
+    """
+
+    maps: dict[str, _ThresholdMap]
+    deviation: bool | Invalid | None
+    is_pool: bool
+
+    @classmethod
+    def read(cls, args: PartialInput, loc: Loc) -> _Level:
+        maps = {key: args.entries(*loc, key) for key in _THRESHOLD_MAPS}
+        default = None if loc else False  # a pool inherits the top level's
+        return cls(maps, args.value(*loc, "useDeviationThresholds", default=default), is_pool=bool(loc))
+
+    def resolved(self, top: _Level) -> _Level:
+        """A pool's own values over the top level's, as LowNodeLoadArgs._resolve does."""
+        maps = {key: top.maps[key] if own is None else own for key, own in self.maps.items()}
+        for key in (_PROD_LOW, _PROD_HIGH):
+            prod = maps[key]
+            if isinstance(prod, Entries) and not prod.values and prod.complete:
+                maps[key] = None  # `{}` turns the prod pass off
+        return _Level(maps, top.deviation if self.deviation is None else self.deviation, self.is_pool)
+
+
+def _threshold_problems(owner: _Level, pool: _Level, loc: Loc) -> list[Problem]:
     """lownodeload.md §1 rules on one resolved pool, reported at the fields `owner` itself sets.
 
     For a node pool, a rule broken only by inherited values is the top level's problem, reported there once.
+    A rule is not judged on a map, key or value that is already reported invalid.
     """
-    is_pool = isinstance(owner, NodePool)
-    values = {
-        _LOW: pool.low_thresholds,
-        _HIGH: pool.high_thresholds,
-        _PROD_LOW: pool.prod_low_thresholds,
-        _PROD_HIGH: pool.prod_high_thresholds,
-    }
 
-    def own(field: tuple[str, str]) -> bool:
-        return not is_pool or getattr(owner, field[0]) is not None
+    def own(field: str) -> bool:
+        return not owner.is_pool or owner.maps[field] is not None
 
-    def label(field: tuple[str, str]) -> str:
-        return " (inherited)" if is_pool and not own(field) else ""
+    def label(field: str) -> str:
+        return " (inherited)" if owner.is_pool and not own(field) else ""
 
-    problems: list[tuple[Loc, str, Any]] = []
+    problems: list[Problem] = []
 
-    def report(fields: tuple[tuple[str, str], ...], resource: str, message: str) -> None:
+    def report(fields: tuple[str, str], resource: str, message: str) -> None:
         # Report at the first of the involved fields this level sets itself.
         for field in fields:
             if own(field):
-                problems.append(((*loc, field[1], resource), message, values[field]))
+                found = pool.maps[field]
+                value = found.values.get(resource) if isinstance(found, Entries) else None
+                problems.append(((*loc, field, resource), message, value))
                 return
 
+    def values(field: str) -> Entries | None:
+        found = pool.maps[field]
+        return found if isinstance(found, Entries) else None
+
     for a, b in ((_LOW, _HIGH), (_PROD_LOW, _PROD_HIGH)):
-        a_map, b_map = values[a] or {}, values[b] or {}
-        for resource in sorted(set(a_map) ^ set(b_map)):
-            present, missing = (a, b) if resource in a_map else (b, a)
+        if INVALID in (pool.maps[a], pool.maps[b]):
+            continue
+        a_map, b_map = values(a), values(b)
+        if (a_map and not a_map.complete) or (b_map and not b_map.complete):
+            continue  # a resource name is wrong: which one was meant is anyone's guess
+        a_keys, b_keys = set(a_map.values if a_map else ()), set(b_map.values if b_map else ())
+        for resource in sorted(a_keys ^ b_keys):
+            present, missing = (a, b) if resource in a_keys else (b, a)
             message = (
-                f"{resource} is in {present[1]}{label(present)} but not in {missing[1]}{label(missing)}; "
+                f"{resource} is in {present}{label(present)} but not in {missing}{label(missing)}; "
                 "name each resource in both"
             )
             report((present, missing), resource, message)
-    if pool.use_deviation_thresholds:
-        return problems  # offsets from the mean: low and high are not ordered against each other
+    if pool.deviation is not False:
+        return problems  # offsets from the mean (or unknown): low and high are not ordered against each other
     for lower, upper in ((_LOW, _HIGH), (_PROD_LOW, _PROD_HIGH), (_PROD_HIGH, _HIGH)):
-        lower_map, upper_map = values[lower] or {}, values[upper] or {}
-        for resource in sorted(set(lower_map) & set(upper_map)):
-            if lower_map[resource] > upper_map[resource]:
+        lower_map, upper_map = values(lower), values(upper)
+        if lower_map is None or upper_map is None:
+            continue
+        for resource in sorted(set(lower_map.values) & set(upper_map.values)):
+            low, high = lower_map.values[resource], upper_map.values[resource]
+            if low is not INVALID and high is not INVALID and low > high:
                 message = (
-                    f"{lower[1]}.{resource}{label(lower)} ({lower_map[resource]:g}) must be ≤ "
-                    f"{upper[1]}.{resource}{label(upper)} ({upper_map[resource]:g})"
+                    f"{lower}.{resource}{label(lower)} ({low:g}) must be ≤ {upper}.{resource}{label(upper)} ({high:g})"
                 )
                 report((lower, upper), resource, message)
     return problems
