@@ -3,34 +3,81 @@
 from __future__ import annotations
 
 import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
-WIDTH, HEIGHT, PAD = 760, 300, 48
+WIDTH, HEIGHT = 760, 270
+LEFT, RIGHT, TOP, BOTTOM = 56, 24, 16, 44
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 HOT = ("#d62728", "#ff7f0e")
+# A step is one of these times a power of ten; at most MAX_INTERVALS steps keep ~6 labels on an axis.
+COUNT_STEPS = (1, 2, 5)
+PERCENT_STEPS = (1, 2, 2.5, 5)
+MAX_INTERVALS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """A y axis: its top (in the plotted unit) and its labelled ticks from 0 up to the top."""
+
+    top: float
+    ticks: tuple[tuple[float, str], ...]
+
+
+def nice_step(top: float, mantissas: Sequence[float], max_intervals: int = MAX_INTERVALS) -> int:
+    """The smallest whole step (a mantissa times a power of ten) that reaches `top` in `max_intervals` steps."""
+    scale = 1
+    while True:
+        for step in (mantissa * scale for mantissa in mantissas):
+            if float(step).is_integer() and top <= step * max_intervals:
+                return int(step)
+        scale *= 10
+
+
+def count_axis(top: float) -> Axis:
+    """Whole-number ticks for counts: gridlines only at integers, the top rounded up to a tick."""
+    step = nice_step(max(1.0, top), COUNT_STEPS)
+    last = max(1, math.ceil(top / step)) * step
+    return Axis(float(last), tuple((float(v), str(v)) for v in range(0, last + 1, step)))
+
+
+def percent_axis(top: float) -> Axis:
+    """Round percent ticks for a ratio axis (0/20/40…%, 0/25/50…%), never below 100% at the top."""
+    top_percent = max(100, math.ceil(round(top * 100, 6)))
+    step = nice_step(top_percent, PERCENT_STEPS)
+    last = math.ceil(top_percent / step) * step
+    return Axis(last / 100, tuple((v / 100, f"{v}%") for v in range(0, last + 1, step)))
+
+
+def scenario_name(source: str) -> str:
+    """A scenario as a reader knows it: its file's stem, not the path it was read from."""
+    return PurePath(source).stem or source
 
 
 def _x(i: int, n: int) -> float:
-    return PAD + (WIDTH - 2 * PAD) * (i / max(1, n - 1))
+    return LEFT + (WIDTH - LEFT - RIGHT) * (i / max(1, n - 1))
 
 
 def _y(value: float, top: float) -> float:
-    return HEIGHT - PAD - (HEIGHT - 2 * PAD) * (value / top)
+    return HEIGHT - BOTTOM - (HEIGHT - TOP - BOTTOM) * (value / top)
 
 
 def load_chart(per_cycle: list[dict[str, Any]], high: float | None) -> str:
     """One line per node: its usage ratio of the threshold resource at each cycle."""
     nodes = sorted({name for c in per_cycle for name in c["usage"]})
     n = len(per_cycle)
-    values = [v for c in per_cycle for v in c["usage"].values()]
-    top = max([1.0, *(v * 1.1 for v in values)])
+    axis = percent_axis(max([0.0, *(v for c in per_cycle for v in c["usage"].values())]))
     ever_hot = {name for c in per_cycle for name, cls in c["classes"].items() if cls == "high"}
-    parts = [_axes(n, top, "usage of allocatable")]
+    parts = [_axes(axis, "usage of allocatable"), _cycle_labels([_x(i, n) for i in range(n)])]
     if high is not None:
-        y = _y(high, top)
+        y = _y(high, axis.top)
         parts.append(
-            f'<line x1="{PAD}" x2="{WIDTH - PAD}" y1="{y:.1f}" y2="{y:.1f}" stroke="#d62728" stroke-dasharray="6 4"/>'
-            f'<text x="{WIDTH - PAD}" y="{y - 4:.1f}" text-anchor="end" font-size="11" fill="#d62728">'
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
+            'stroke="#d62728" stroke-dasharray="6 4"/>'
+            f'<text x="{WIDTH - RIGHT}" y="{y - 4:.1f}" text-anchor="end" font-size="11" fill="#d62728">'
             f"high {high:.0%}</text>"
         )
     hot_i = cool_i = 0
@@ -41,62 +88,81 @@ def load_chart(per_cycle: list[dict[str, Any]], high: float | None) -> str:
         else:
             colour, cool_i = PALETTE[cool_i % len(PALETTE)], cool_i + 1
         points = " ".join(
-            f"{_x(i, n):.1f},{_y(c['usage'][name], top):.1f}" for i, c in enumerate(per_cycle) if name in c["usage"]
+            f"{_x(i, n):.1f},{_y(c['usage'][name], axis.top):.1f}"
+            for i, c in enumerate(per_cycle)
+            if name in c["usage"]
         )
         width = 2.5 if name in ever_hot else 1.5
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="{width}" points="{points}"/>')
-        legend.append(f'<span style="color:{colour}">&#9632; {html.escape(name)}</span>')
-    return _svg(parts) + '<div class="legend">' + " ".join(legend) + "</div>"
+        legend.append(_legend_entry(name, colour))
+    return _svg("load-chart", parts) + '<div class="legend">' + " ".join(legend) + "</div>"
 
 
 def bar_chart(per_cycle: list[dict[str, Any]], series: list[tuple[str, str, str]]) -> str:
     """Grouped bars per cycle: (key in each cycle's dict, label, colour)."""
     n = len(per_cycle)
-    top = max([1.0, *(float(c.get(key, 0)) for c in per_cycle for key, _, _ in series)])
-    parts = [_axes(n, top, "count", integer=True)]
-    slot = (WIDTH - 2 * PAD) / max(1, n)
+    axis = count_axis(max([0.0, *(float(c.get(key, 0)) for c in per_cycle for key, _, _ in series)]))
+    slot = (WIDTH - LEFT - RIGHT) / max(1, n)
+    parts = [_axes(axis, "count"), _cycle_labels([LEFT + slot * (i + 0.5) for i in range(n)])]
     width = max(1.0, slot * 0.8 / len(series))
     for i, c in enumerate(per_cycle):
-        for j, (key, _, colour) in enumerate(series):
+        for j, (key, label, colour) in enumerate(series):
             value = float(c.get(key, 0))
-            x = PAD + slot * i + slot * 0.1 + width * j
-            y = _y(value, top)
+            x = LEFT + slot * i + slot * 0.1 + width * j
+            y = _y(value, axis.top)
             parts.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{HEIGHT - PAD - y:.1f}" fill="{colour}">'
-                f"<title>cycle {c['cycle']}: {value:g}</title></rect>"
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{HEIGHT - BOTTOM - y:.1f}" fill="{colour}">'
+                f"<title>cycle {c['cycle']}: {html.escape(label)} {value:g}</title></rect>"
             )
-    legend = " ".join(f'<span style="color:{colour}">&#9632; {label}</span>' for _, label, colour in series)
-    return _svg(parts) + f'<div class="legend">{legend}</div>'
+    legend = " ".join(_legend_entry(label, colour) for _, label, colour in series)
+    return _svg("count-chart", parts) + f'<div class="legend">{legend}</div>'
 
 
-def _axes(n: int, top: float, label: str, integer: bool = False) -> str:
-    out = [
-        f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" stroke="#333"/>',
-        f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" stroke="#333"/>',
-        f'<text x="{WIDTH / 2}" y="{HEIGHT - 10}" text-anchor="middle" font-size="12">cycle</text>',
-        f'<text x="14" y="{HEIGHT / 2}" font-size="12" transform="rotate(-90 14 {HEIGHT / 2})" '
+def _legend_entry(label: str, colour: str) -> str:
+    # The swatch carries the colour; the name stays dark, so pale series are still readable.
+    return f'<span><span style="color:{colour}">&#9632;</span> {html.escape(label)}</span>'
+
+
+def _axes(axis: Axis, label: str) -> str:
+    middle = TOP + (HEIGHT - TOP - BOTTOM) / 2
+    out = []
+    for value, text in axis.ticks:
+        y = _y(value, axis.top)
+        out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+        out.append(
+            f'<text class="y-tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{text}</text>'
+        )
+    out += [
+        f'<line x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" y2="{HEIGHT - BOTTOM}" stroke="#333"/>',
+        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}" stroke="#333"/>',
+        f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="12">cycle</text>',
+        f'<text x="14" y="{middle}" font-size="12" transform="rotate(-90 14 {middle})" '
         f'text-anchor="middle">{label}</text>',
     ]
-    for k in range(5):
-        value = top * k / 4
-        y = _y(value, top)
-        text = f"{value:.0f}" if integer else f"{value:.0%}"
-        out.append(f'<text x="{PAD - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{text}</text>')
-        out.append(f'<line x1="{PAD}" x2="{WIDTH - PAD}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
-    step = max(1, n // 10)
-    for i in range(0, n, step):
-        out.append(
-            f'<text x="{_x(i, n):.1f}" y="{HEIGHT - PAD + 16}" text-anchor="middle" font-size="11">{i + 1}</text>'
-        )
     return "".join(out)
 
 
-def _svg(parts: list[str]) -> str:
+def _cycle_labels(xs: list[float]) -> str:
+    step = max(1, math.ceil(len(xs) / 10))  # at most ten cycle numbers under the axis
+    return "".join(
+        f'<text x="{x:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" font-size="11">{i + 1}</text>'
+        for i, x in enumerate(xs)
+        if i % step == 0
+    )
+
+
+def _svg(chart_id: str, parts: list[str]) -> str:
     body = "".join(parts)
-    return f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" role="img">{body}</svg>'
+    return (
+        f'<svg id="{chart_id}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img">{body}</svg>'
+    )
 
 
-def render_html(report: dict[str, Any], title: str) -> str:
+def render_html(report: dict[str, Any], title: str = "descheduler simulate") -> str:
+    """The report page; a report that names its scenario is titled by the scenario's name, not its path."""
+    if report.get("scenario"):
+        title = f"descheduler simulate: {scenario_name(str(report['scenario']))}"
     per_cycle = report["perCycle"]
     highs = [h for c in per_cycle for h in c.get("high", {}).values()]
     high = sorted(highs)[len(highs) // 2] if highs else None
@@ -111,19 +177,36 @@ def render_html(report: dict[str, Any], title: str) -> str:
         ("limit violations", report["limitViolations"]),
         ("orphan Reservations", report["orphanReservations"]),
     ]
+    if report.get("policy"):
+        facts.append(("policy", report["policy"]))
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in facts)
     moves = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(m.get(k) or ''))}</td>" for k in MOVE_COLUMNS) + "</tr>"
+        "<tr>"
+        + "".join(
+            f'<td class="{"name" if k in NAME_COLUMNS else "text"}">{html.escape(str(m.get(k) or ""))}</td>'
+            for k in MOVE_COLUMNS
+        )
+        + "</tr>"
         for m in report.get("moves", [])
     )
     header = "".join(f"<th>{k}</th>" for k in MOVE_COLUMNS)
+    moves_table = (
+        f'<div class="scroll"><table class="moves"><tr>{header}</tr>{moves}</table></div>' if moves else "<p>none</p>"
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 900px; }}
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 960px; }}
+h1 {{ font-size: 1.6em; overflow-wrap: anywhere; }}
+h2 {{ margin-bottom: 0.3em; }}
 table {{ border-collapse: collapse; margin: 1em 0; }}
-th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; font-size: 13px; }}
-.legend {{ font-size: 12px; margin: 4px 0 1.5em {PAD}px; }}
+th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; font-size: 13px; }}
+.scroll {{ overflow-x: auto; }}
+.moves td.name, .moves th {{ white-space: nowrap; }}
+.moves td.text {{ min-width: 10em; }}
+svg {{ display: block; max-width: 100%; height: auto; }}
+.legend {{ font-size: 12px; margin: 4px 0 1.5em {LEFT}px; }}
+.legend > span {{ margin-right: 0.8em; white-space: nowrap; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
 <table>{rows}</table>
@@ -132,12 +215,13 @@ th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; font-size:
 <h2>Hot nodes and moves per cycle</h2>
 {bar_chart(counts, [("hot", "hot nodes", "#d62728"), ("submitted", "moves started", "#1f77b4")])}
 <h2>Moves</h2>
-<table><tr>{header}</tr>{moves}</table>
+{moves_table}
 </body></html>
 """
 
 
 MOVE_COLUMNS = ("job", "pod", "from", "to", "phase", "reason", "outcome")
+NAME_COLUMNS = frozenset({"job", "pod", "from", "to", "phase"})
 
 
 def _first(values: list[int]) -> str:

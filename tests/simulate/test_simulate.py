@@ -3,27 +3,8 @@ few cycles, with no ping-pong, no limit exceeded and no orphan Reservation; the 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
-
-import pytest
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, str]:
-    report = tmp_path_factory.mktemp("report")
-    result = subprocess.run(
-        [sys.executable, "-m", "descheduler", "simulate", "--report", str(report)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads((report / "report.json").read_text()), report, result.stdout
 
 
 def test_the_demo_relieves_its_hot_nodes_safely(demo: tuple[dict[str, Any], Path, str]) -> None:
