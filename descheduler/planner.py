@@ -12,7 +12,7 @@ from descheduler.budget import EvictionBudget
 from descheduler.plan import Plan
 from descheduler.policy import LowNodeLoadArgs, Policy
 from descheduler.scheduling import ClusterView, build_table
-from descheduler.scheduling.table import METRIC_FRESH
+from descheduler.scheduling.table import METRIC_FRESH, BoolArray
 from descheduler.snapshot import Snapshot
 from descheduler.strategy import PlanContext, StrategyResult
 
@@ -40,7 +40,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
     budget = EvictionBudget(policy.limits, snapshot, policy.migration)
     cooling = budget.cooling_nodes
     targets = np.array([name not in cooling for name in table.names], dtype=np.bool_)
-    merged = StrategyResult(warnings=list(snapshot.warnings))
+    merged = StrategyResult(warnings=[*snapshot.warnings, *_node_warnings(policy, snapshot, considered)])
     new_state: dict[str, Any] = {}
     for config in policy.strategies:
         strategy = strategies.get(config.name)
@@ -74,6 +74,16 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
         ),
         new_state,
     )
+
+
+def _node_warnings(policy: Policy, snapshot: Snapshot, considered: BoolArray) -> list[str]:
+    """No node to plan on is a warning, not a silent plan of nothing."""
+    if not snapshot.nodes:
+        held = f" ({len(snapshot.pods)} pod(s), none on a node)" if snapshot.pods else ""
+        return [f"the snapshot has no nodes: nothing to plan{held}"]
+    if policy.node_selector is not None and not considered.any():
+        return [f"nodeSelector {policy.node_selector} matches none of the {len(snapshot.nodes)} nodes: nothing to plan"]
+    return []
 
 
 def _policy_warnings(policy: Policy, snapshot: Snapshot, metric: Any) -> list[str]:

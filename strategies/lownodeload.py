@@ -60,8 +60,18 @@ class LowNodeLoad:
         table = ctx.table
         pools = args.effective_pools()
         considered = ctx.considered.copy()
+        if not considered.any():
+            return result  # the planner warns that there is no node to plan on
         if args.node_selector is not None:
             considered &= table.matching(args.node_selector)
+            if not considered.any():
+                scope = f"{int(ctx.considered.sum())} nodes"
+                if ctx.policy.node_selector is not None:
+                    scope += " the policy's nodeSelector selects"
+                result.warnings.append(
+                    f"LowNodeLoad: nodeSelector {args.node_selector} matches none of the {scope}: nothing to plan"
+                )
+                return result
         assigned = np.zeros(table.size, dtype=np.bool_)
         for pool in pools:
             members = considered & ~assigned
