@@ -20,3 +20,27 @@ class InputError(Exception):
 
 class ClusterUnreachableError(Exception):
     """The cluster (or the load source) could not be read; nothing may be decided on it."""
+
+
+class NoClusterConfigError(InputError):
+    """No kubeconfig given, none found on the default chain, and not running in a cluster."""
+
+
+def listen_error(host: str, port: int, error: OSError | OverflowError) -> InputError:
+    """What a failed bind means to the person who chose --host and --port."""
+    import errno
+    import socket
+
+    if isinstance(error, OverflowError):
+        return InputError(f"{port} is not a port number (0–65535)", field="--port")
+    if isinstance(error, socket.gaierror):
+        return InputError(f"cannot listen on {host!r}: no such host", field="--host")
+    if error.errno == errno.EADDRINUSE:
+        return InputError(f"port {port} on {host} is already in use", field="--port")
+    if error.errno == errno.EACCES:
+        return InputError(
+            f"port {port} on {host}: permission denied (ports below 1024 need privileges)", field="--port"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return InputError(f"cannot listen on {host}: not an address of this machine", field="--host")
+    return InputError(f"cannot listen on {host} port {port}: {error.strerror or error}", field="--port")

@@ -15,6 +15,7 @@ Every request — ours (`KubeClient.request`, `get_json`, `stream`) and the gene
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -27,11 +28,12 @@ from urllib.parse import urlsplit
 import msgspec
 import structlog
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from descheduler import __version__, metrics
-from descheduler.errors import ClusterUnreachableError, InputError
+from descheduler.errors import ClusterUnreachableError, InputError, NoClusterConfigError
 from descheduler.kube.ratelimit import Cancelled, TokenBucket
 
 log = structlog.get_logger(__name__)
@@ -388,33 +390,16 @@ def connect(
     retry: RetryPolicy | None = None,
     probe: bool = True,
 ) -> KubeClient:
-    """A client for the cluster a kubeconfig (and context) names; in-cluster config when neither is given.
+    """A client for the cluster a kubeconfig (and context) names.
 
-    With no kubeconfig: the pod's service account when running in a cluster, else $KUBECONFIG or
-    ~/.kube/config, as kubectl does. A bad kubeconfig or unknown context is an InputError naming
-    it; `probe` checks the server answers (GET /version) and raises ClusterUnreachableError if not.
+    With no kubeconfig, the chain kubectl uses: the files in $KUBECONFIG (a list, merged), else
+    ~/.kube/config, else the pod's service account when running in a cluster; none of them is a
+    NoClusterConfigError. A bad kubeconfig or unknown context is an InputError naming the file;
+    `probe` checks the server answers (GET /version) and raises ClusterUnreachableError if not.
     """
     configuration = k8s.Configuration()
     configuration.client_side_validation = False
-    try:
-        if kubeconfig is None and context is None and _in_cluster():
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            where = "in-cluster service account"
-        else:
-            path = Path(kubeconfig).expanduser() if kubeconfig is not None else _default_kubeconfig()
-            if path is None:
-                raise ClusterUnreachableError(
-                    "no kubeconfig given, none at $KUBECONFIG or ~/.kube/config, and not running in a cluster"
-                )
-            if not path.is_file():
-                raise InputError("no such kubeconfig file", source=str(path), field="--kubeconfig")
-            _check_context(path, context)
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=str(path), context=context, client_configuration=configuration, persist_config=False
-            )
-            where = f"{path}" + (f" context {context!r}" if context else "")
-    except k8s_config.ConfigException as error:
-        raise InputError(f"cannot use this cluster configuration: {error}", field="--kubeconfig") from None
+    where = load_configuration(configuration, kubeconfig, context)
     kube = KubeClient(configuration, qps=qps, burst=burst, timeout=timeout, retry=retry)
     if probe:
         try:
@@ -432,35 +417,112 @@ def connect(
     return kube
 
 
-def _in_cluster() -> bool:
-    import os
+def load_configuration(configuration: Any, kubeconfig: str | Path | None, context: str | None) -> str:
+    """Fill `configuration` from the kubeconfig (or the default chain); returns where it came from."""
+    if kubeconfig is not None:
+        path = Path(kubeconfig).expanduser()
+        if not path.exists():
+            raise InputError("no such kubeconfig file", source=str(path), field="--kubeconfig")
+        files, label = [path], f"kubeconfig {path}"
+    else:
+        files, looked = _default_kubeconfigs()
+        label = f"kubeconfig {os.pathsep.join(map(str, files))}"
+        if not files:
+            if context is None and _in_cluster():
+                try:
+                    k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                except k8s_config.ConfigException as error:
+                    raise InputError(f"cannot use the in-cluster service account: {error}") from None
+                return "in-cluster service account"
+            raise NoClusterConfigError(f"no cluster configuration: {looked}, and not running in a cluster")
+    documents = [(file, _read_kubeconfig(file)) for file in files]
+    _check_context(label, documents, context)
+    try:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=os.pathsep.join(map(str, files)),
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    except k8s_config.ConfigException as error:
+        raise InputError(f"not a usable kubeconfig: {error}", source=label) from None
+    except (TypeError, KeyError, AttributeError, ValueError, OSError) as error:
+        # The loader assumes a well-formed file: a wrong shape deep inside surfaces as one of these.
+        raise InputError(f"not a usable kubeconfig: {type(error).__name__}: {error}", source=label) from None
+    return label.removeprefix("kubeconfig ") + (f" context {context!r}" if context else "")
 
+
+def _in_cluster() -> bool:
     return (
         bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
         and Path("/var/run/secrets/kubernetes.io/serviceaccount/token").is_file()
     )
 
 
-def _default_kubeconfig() -> Path | None:
-    import os
-
+def _default_kubeconfigs() -> tuple[list[Path], str]:
+    """The kubeconfig files kubectl would read with no --kubeconfig, and what was looked at (for a
+    message when there are none): the existing files of $KUBECONFIG when it is set, else ~/.kube/config."""
     env = os.environ.get("KUBECONFIG", "")
-    for candidate in [*(p for p in env.split(os.pathsep) if p), "~/.kube/config"]:
-        path = Path(candidate).expanduser()
-        if path.is_file():
-            return path
-    return None
+    if env:
+        listed = [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+        found = [p for p in listed if p.exists()]
+        return found, f"none of the files in $KUBECONFIG exists ({env})"
+    home = Path("~/.kube/config").expanduser()
+    return ([home] if home.exists() else []), f"$KUBECONFIG is not set, {home} does not exist"
 
 
-def _check_context(path: Path, context: str | None) -> None:
-    """A clear error for an unknown context, listing the ones the file has."""
-    if context is None:
-        return
+_SECTIONS = ("clusters", "contexts", "users")
+
+
+def _read_kubeconfig(path: Path) -> dict[str, Any]:
+    """One kubeconfig file, checked for the shape the loader assumes."""
+    source = f"kubeconfig {path}"
     try:
-        contexts, _ = k8s_config.list_kube_config_contexts(str(path))  # type: ignore[no-untyped-call]
-    except k8s_config.ConfigException as error:
-        raise InputError(f"not a usable kubeconfig: {error}", source=str(path)) from None
-    names = [str(c.get("name")) for c in contexts or ()]
-    if context not in names:
-        allowed = ", ".join(names) if names else "none"
-        raise InputError(f"no context {context!r} in this kubeconfig (contexts: {allowed})", source=str(path))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not a kubeconfig: not UTF-8 text", source=source) from None
+    except OSError as error:
+        raise InputError(f"cannot read: {error.strerror or error}", source=source) from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"not a kubeconfig: malformed YAML{at}", source=source) from None
+    if document is None:
+        raise InputError("empty file, not a kubeconfig", source=source)
+    if not isinstance(document, dict) or not any(section in document for section in _SECTIONS):
+        raise InputError("not a kubeconfig: expected a mapping with clusters, contexts, users", source=source)
+    for section in _SECTIONS:
+        entries = document.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries
+        ):
+            raise InputError("must be a list of entries, each with a name", source=source, field=section)
+    current = document.get("current-context")
+    if current is not None and not isinstance(current, str):
+        raise InputError("must be the name of a context", source=source, field="current-context")
+    return document
+
+
+def _check_context(label: str, documents: Sequence[tuple[Path, Mapping[str, Any]]], context: str | None) -> None:
+    """A clear error for an unknown or unset context, listing the ones there are (merged as the
+    loader merges: the first entry of a name wins, the last current-context set wins)."""
+    names: list[str] = []
+    current: str | None = None
+    for _, document in documents:
+        for entry in document.get("contexts") or ():
+            if entry["name"] not in names:
+                names.append(entry["name"])
+        if "current-context" in document:
+            current = document["current-context"]
+    allowed = ", ".join(names) if names else "none"
+    if context is not None:
+        if context not in names:
+            raise InputError(f"no context {context!r} in this kubeconfig (contexts: {allowed})", source=label)
+    elif not current:
+        raise InputError(f"no current-context set: give --context NAME (contexts: {allowed})", source=label)
+    elif current not in names:
+        raise InputError(f"current-context {current!r} is not one of its contexts (contexts: {allowed})", source=label)
