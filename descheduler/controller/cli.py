@@ -11,6 +11,14 @@ import typer
 from descheduler.kube.cli import ContextOption, KubeconfigOption
 
 
+def check_log_level(value: str) -> None:
+    """--log-level names one of the four levels the commands log at."""
+    from descheduler.errors import InputError
+
+    if value.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise InputError(f"{value!r} is not one of debug, info, warning, error", field="--log-level")
+
+
 def run_command(
     policy: Annotated[Path, typer.Option("--policy", "-p", help="policy file (mounted from the ConfigMap)")],
     kubeconfig: KubeconfigOption = None,
@@ -45,14 +53,20 @@ def run_command(
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
     log_format: Annotated[str, typer.Option("--log-format", help="auto (JSON unless a TTY), json or console")] = "auto",
 ) -> None:
-    """The in-cluster controller: plan every interval, move pods reservation-first, as the leader."""
+    """The in-cluster controller: plan every interval, move pods reservation-first, as the leader.
+
+    The cluster: --kubeconfig/--context, else the one kubectl would use ($KUBECONFIG,
+    ~/.kube/config, or the pod's service account in a cluster). Exit codes: 0 stopped by SIGTERM;
+    1 bad input (policy, flags, a port in use, no cluster configuration found) or the Lease lost;
+    2 the cluster could not be reached."""
     from descheduler.controller.command import RunOptions, run
     from descheduler.errors import InputError
 
     if log_format not in ("auto", "json", "console"):
         raise InputError(f"{log_format!r} is not one of auto, json, console", field="--log-format")
-    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise InputError(f"{log_level!r} is not one of debug, info, warning, error", field="--log-level")
+    if not 0 <= port <= 65535:
+        raise InputError(f"must be a port number (0–65535), got {port}", field="--port")
+    check_log_level(log_level)
     options = RunOptions(
         policy=policy,
         kubeconfig=kubeconfig,

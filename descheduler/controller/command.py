@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import structlog
 
 from descheduler.controller.cycle import PlanningLoop
+from descheduler.controller.health import check_listen
 from descheduler.controller.leader import LeaderElector, LeaseConfig
 from descheduler.controller.logs import Format, configure_logging
 from descheduler.controller.process import ControllerProcess, Options
@@ -86,49 +88,52 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
     except ValueError as err:
         raise InputError(str(err), field="--lease-duration/--renew-deadline/--retry-period") from None
 
+    check_listen(options.host, options.port)  # a port in use is a user's mistake: say so before connecting
+
     kube = connect(options.kubeconfig, options.context, qps=options.qps, burst=options.burst)
-    events = EventRecorder(kube.api_client, clock=clock)
-    recorder.append(events)
-    cache = ClusterCache(kube, kinds=(*CLUSTER_KINDS, *cache_kinds(policy.load_source))).start()
-    source = ClusterSource(kube, cache)
-    current = lambda: policy_file.policy  # noqa: E731 - read on every use: reloads take effect
-    loop = PlanningLoop(
-        source,
-        Executor(kube.api_client, current),
-        current,
-        clock,
-        dry_run=options.dry_run,
-        recorder=events,
-        dry_run_events=options.dry_run_events,
-    )
-    migration = (
-        None
-        if options.dry_run
-        else MigrationController(kube.api_client, current, source.snapshot_now(clock, current), clock, events)
-    )
+    with ExitStack() as cleanup:
+        cleanup.callback(kube.close)
+        events = EventRecorder(kube.api_client, clock=clock)
+        recorder.append(events)
+        cache = ClusterCache(kube, kinds=(*CLUSTER_KINDS, *cache_kinds(policy.load_source)))
+        cleanup.callback(cache.stop)
+        cache.start()
+        source = ClusterSource(kube, cache)
+        cleanup.callback(source.close)
+        current = lambda: policy_file.policy  # noqa: E731 - read on every use: reloads take effect
+        loop = PlanningLoop(
+            source,
+            Executor(kube.api_client, current),
+            current,
+            clock,
+            dry_run=options.dry_run,
+            recorder=events,
+            dry_run_events=options.dry_run_events,
+        )
+        migration = (
+            None
+            if options.dry_run
+            else MigrationController(kube.api_client, current, source.snapshot_now(clock, current), clock, events)
+        )
 
-    def elector(started: Callable[[], None], stopped: Callable[[], None]) -> LeaderElector:
-        return LeaderElector(kube.api_client, lease, on_started=started, on_stopped=stopped)
+        def elector(started: Callable[[], None], stopped: Callable[[], None]) -> LeaderElector:
+            return LeaderElector(kube.api_client, lease, on_started=started, on_stopped=stopped)
 
-    process = ControllerProcess(
-        policy_file,
-        loop,
-        migration,
-        elector if options.leader_elect else None,
-        Options(health_host=options.host, health_port=options.port),
-    )
-    log.info(
-        "descheduler starting",
-        policy=str(options.policy),
-        cluster=kube.host,
-        identity=identity,
-        lease=f"{namespace}/{options.lease_name}" if options.leader_elect else None,
-        dry_run=options.dry_run or policy.dry_run,
-        port=process.health.port,
-    )
-    try:
+        process = ControllerProcess(
+            policy_file,
+            loop,
+            migration,
+            elector if options.leader_elect else None,
+            Options(health_host=options.host, health_port=options.port),
+        )
+        log.info(
+            "descheduler starting",
+            policy=str(options.policy),
+            cluster=kube.host,
+            identity=identity,
+            lease=f"{namespace}/{options.lease_name}" if options.leader_elect else None,
+            dry_run=options.dry_run or policy.dry_run,
+            port=process.health.port,
+        )
         return process.run()
-    finally:
-        cache.stop()
-        source.close()
-        kube.close()
+    raise AssertionError("unreachable")  # ExitStack does not swallow exceptions; mypy cannot tell

@@ -8,14 +8,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from descheduler.errors import listen_error
 from descheduler.metrics import REGISTRY
 
 # A check returns None when fine, else the reason it is not.
 Check = Callable[[], str | None]
 
 
+def check_listen(host: str, port: int) -> None:
+    """Raise the InputError a HealthServer on host:port would (a port in use, …) without serving:
+    a command checks before its slow start-up rather than after."""
+    try:
+        ThreadingHTTPServer((host, port), BaseHTTPRequestHandler).server_close()
+    except (OSError, OverflowError) as error:
+        raise listen_error(host, port, error) from None
+
+
 class HealthServer:
-    """Serves the endpoints on a daemon thread; `port=0` picks a free port (see `.port`)."""
+    """Serves the endpoints on a daemon thread; `port=0` picks a free port (see `.port`).
+    A port in use (or any failed bind) is an InputError naming it."""
 
     def __init__(self, host: str, port: int, *, live: Check, ready: Check) -> None:
         checks = {"/healthz": live, "/readyz": ready}
@@ -45,7 +56,10 @@ class HealthServer:
             def log_message(self, format: str, *args: object) -> None:  # probes every few seconds: no access log
                 return
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
+        try:
+            self._server = ThreadingHTTPServer((host, port), Handler)
+        except (OSError, OverflowError) as error:
+            raise listen_error(host, port, error) from None
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="health-http", daemon=True)
 

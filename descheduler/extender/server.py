@@ -18,6 +18,7 @@ import msgspec
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from descheduler import metrics
+from descheduler.errors import listen_error
 from descheduler.extender.protocol import RequestError
 from descheduler.extender.service import Extender
 
@@ -32,14 +33,18 @@ TEXT = "text/plain; charset=utf-8"
 
 
 class ExtenderServer:
-    """Serves an `Extender` on `host:port` (port 0: a free one, see `.port`) from a daemon thread."""
+    """Serves an `Extender` on `host:port` (port 0: a free one, see `.port`) from a daemon thread;
+    a port in use (or any failed bind) is an InputError naming it."""
 
     def __init__(
         self, extender: Extender, host: str = "0.0.0.0", port: int = DEFAULT_PORT, *, max_body: int = DEFAULT_MAX_BODY
     ) -> None:
         self.extender = extender
         self.max_body = max_body
-        self._server = ThreadingHTTPServer((host, port), _handler(self))
+        try:
+            self._server = ThreadingHTTPServer((host, port), _handler(self))
+        except (OSError, OverflowError) as error:
+            raise listen_error(host, port, error) from None
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 

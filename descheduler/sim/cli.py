@@ -8,8 +8,14 @@ from typing import Annotated
 import typer
 
 sim_app = typer.Typer(
-    help="Run a simulated cluster (fake API server, controllers, scheduler, kubelet).", no_args_is_help=True
+    help="Run a simulated cluster (fake API server, controllers, scheduler, kubelet).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+HOST = "127.0.0.1"
 
 
 @sim_app.command("serve")
@@ -25,16 +31,29 @@ def serve(
     import signal
     import threading
 
+    from descheduler.errors import InputError, listen_error
     from descheduler.sim.cluster import SimulatedCluster
     from descheduler.sim.scenario import load_demo_scenario, load_scenario
 
+    if not 0 <= port <= 65535:
+        raise InputError(f"must be a port number (0–65535), got {port}", field="--port")
+    if kubeconfig_out is not None and kubeconfig_out.is_dir():
+        raise InputError("is a directory: give a file to write the kubeconfig to", source=str(kubeconfig_out))
     loaded = load_scenario(scenario) if scenario is not None else load_demo_scenario()
-    cluster = SimulatedCluster(loaded, port=port).start()
+    cluster = SimulatedCluster(loaded, host=HOST, port=port)
+    try:
+        cluster.server.start()  # the bind: a port in use is the user's to fix
+    except OSError as error:
+        raise listen_error(HOST, port, error) from None
+    cluster.start()
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         if kubeconfig_out is not None:
-            cluster.write_kubeconfig(kubeconfig_out)
+            try:
+                cluster.write_kubeconfig(kubeconfig_out)
+            except OSError as error:
+                raise InputError(f"cannot write: {error.strerror or error}", source=str(kubeconfig_out)) from None
             typer.echo(f"kubeconfig written to {kubeconfig_out}")
         typer.echo(f"simulated cluster ({loaded.source}) serving at {cluster.url}", color=False)
         cluster.run_realtime(stop, speed=speed)

@@ -36,12 +36,17 @@ def simulate_command(
     log_level: Annotated[str, typer.Option("--log-level", help="controller log level on stderr")] = "warning",
 ) -> None:
     """Run the controller against a simulated cluster on simulated time and write a report."""
+    from descheduler.controller.cli import check_log_level
     from descheduler.controller.logs import configure_logging
+    from descheduler.errors import InputError
     from descheduler.policy import default_policy, load_policy
     from descheduler.sim.scenario import load_demo_scenario, load_scenario
     from descheduler.simulate.charts import render_html
     from descheduler.simulate.runner import Simulation, SimulationOptions
 
+    check_log_level(log_level)
+    if report.exists() and not report.is_dir():
+        raise InputError("not a directory: give a directory for report.json and report.html", source=str(report))
     configure_logging(log_level, "console")
     if policy is not None:
         loaded_policy, policy_name = load_policy(policy), str(policy)
@@ -66,9 +71,12 @@ def simulate_command(
     result = record.to_dict()
     result["scenario"] = loaded.source
     result["policy"] = policy_name
-    report.mkdir(parents=True, exist_ok=True)
-    (report / "report.json").write_text(json.dumps(result, indent=2) + "\n")
-    (report / "report.html").write_text(render_html(result, f"descheduler simulate: {loaded.source}"))
+    try:
+        report.mkdir(parents=True, exist_ok=True)
+        (report / "report.json").write_text(json.dumps(result, indent=2) + "\n")
+        (report / "report.html").write_text(render_html(result, f"descheduler simulate: {loaded.source}"))
+    except OSError as error:
+        raise InputError(f"cannot write the report: {error.strerror or error}", source=str(report)) from None
     _summary(result, report)
 
 
