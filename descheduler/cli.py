@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from importlib.resources import files
@@ -13,12 +14,16 @@ import typer
 
 from descheduler import __version__
 from descheduler.controller.cli import run_command
-from descheduler.errors import ClusterUnreachableError, InputError
+from descheduler.errors import ClusterUnreachableError, InputError, NoClusterConfigError
 from descheduler.extender.command import extender_command
 from descheduler.kube.cli import ContextOption, KubeconfigOption, plan_snapshot, snapshot_app
 from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
 from descheduler.sim.cli import sim_app
 from descheduler.simulate.cli import simulate_command
+
+# Plain help (not Typer's rich panels, which give every flag a `<bool>` value placeholder);
+# -h is --help on every command.
+HELP = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
     name="descheduler",
@@ -26,8 +31,12 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
+    context_settings=HELP,
 )
-policy_app = typer.Typer(help="Check and describe policy files.", no_args_is_help=True)
+policy_app = typer.Typer(
+    help="Check and describe policy files.", no_args_is_help=True, rich_markup_mode=None, context_settings=HELP
+)
 app.add_typer(policy_app, name="policy")
 app.add_typer(sim_app, name="sim")
 app.add_typer(snapshot_app, name="snapshot")
@@ -76,19 +85,27 @@ def plan(
 ) -> None:
     """One planning cycle, no side effects: what would move and why, what would not and why not.
 
-    On a snapshot file (--snapshot), the demo (--demo), or a live cluster (--kubeconfig/--context)."""
+    On a snapshot file (--snapshot), the demo (--demo), or a live cluster: --kubeconfig/--context,
+    or with none of these flags the cluster kubectl would use ($KUBECONFIG, ~/.kube/config, or
+    in-cluster).
+
+    Exit codes: 0 planned; 1 bad input, or no cluster configuration found; 2 the cluster could not be read."""
     from descheduler.planner import plan_cycle
     from descheduler.report import render
     from descheduler.snapshot import load_snapshot
 
-    live = kubeconfig is not None or context is not None
-    if (snapshot is not None) + demo + live != 1:
+    explicit = kubeconfig is not None or context is not None
+    if (snapshot is not None) + demo + explicit > 1:
         raise InputError("give exactly one of --snapshot PATH, --demo, or --kubeconfig FILE [--context NAME]")
     loaded_policy = load_policy(policy) if policy is not None else default_policy()
-    if live:
-        loaded = plan_snapshot(kubeconfig, context, loaded_policy, parse_time(now))
+    when = parse_time(now)
+    if snapshot is None and not demo:
+        try:
+            loaded = plan_snapshot(kubeconfig, context, loaded_policy, when)
+        except NoClusterConfigError as error:
+            raise NoClusterConfigError(f"{error}; to plan without a cluster: --demo or --snapshot PATH") from None
     else:
-        loaded = load_snapshot(snapshot if snapshot is not None else demo_snapshot_path(), now=parse_time(now))
+        loaded = load_snapshot(snapshot if snapshot is not None else demo_snapshot_path(), now=when)
     result, _ = plan_cycle(loaded, loaded_policy)
     sys.stdout.write(render(result, output.value))
 
@@ -114,10 +131,11 @@ def version() -> None:
     typer.echo(f"descheduler {__version__}")
 
 
-def main() -> None:
-    """Entry point: user mistakes become one clear message and exit code 1, never a traceback."""
+def main(args: Sequence[str] | None = None) -> None:
+    """Entry point (`args`: the command line, default sys.argv): user mistakes become one clear
+    message and exit code 1, never a traceback. Always ends in SystemExit."""
     try:
-        app()
+        app(args=None if args is None else list(args), prog_name="descheduler")
     except (InputError, PolicyError) as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)

@@ -21,13 +21,14 @@ from typing import Annotated
 import structlog
 import typer
 
+from descheduler.controller.health import check_listen
 from descheduler.controller.reload import PolicyFile
-from descheduler.errors import InputError
+from descheduler.errors import InputError, NoClusterConfigError
 from descheduler.extender.server import DEFAULT_MAX_BODY, DEFAULT_PORT, ExtenderServer
 from descheduler.extender.service import Extender, RefreshTiming
 from descheduler.extender.sources import CacheSource, ClusterSource, SnapshotFileSource
 from descheduler.kube.cli import ContextOption, KubeconfigOption
-from descheduler.policy import Policy
+from descheduler.policy import Policy, default_policy
 
 log = structlog.get_logger(__name__)
 
@@ -65,7 +66,10 @@ def cluster_source(policy: Policy, options: ExtenderOptions) -> Iterator[Cluster
     from descheduler.kube.client import connect
     from descheduler.loadsource import cache_kinds, reader_for
 
-    client = connect(options.kubeconfig, options.context)
+    try:
+        client = connect(options.kubeconfig, options.context)
+    except NoClusterConfigError as error:
+        raise NoClusterConfigError(f"{error}; give --kubeconfig FILE, or --snapshot PATH") from None
     cache = ClusterCache(client, kinds=(*EXTENDER_KINDS, *cache_kinds(policy.load_source)))
     reader = reader_for(policy.load_source, client, cache)
 
@@ -82,10 +86,13 @@ def cluster_source(policy: Policy, options: ExtenderOptions) -> Iterator[Cluster
         client.close()
 
 
-def run_extender(policy_path: Path, options: ExtenderOptions) -> int:
-    """Serve until SIGTERM/SIGINT; returns the exit code."""
-    policy_file = PolicyFile(policy_path)
-    policy = policy_file.policy
+def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
+    """Serve until SIGTERM/SIGINT; returns the exit code. No policy file: the built-in default policy."""
+    policy_file = PolicyFile(policy_path) if policy_path is not None else None
+    policy = policy_file.policy if policy_file is not None else default_policy()
+    if options.snapshot is not None:
+        SnapshotFileSource(options.snapshot).snapshot()  # a bad file is an error now, not a 500 on every request
+    check_listen(options.host, options.port)  # a port in use: say so before connecting to the cluster
     with cluster_source(policy, options) as source:
         extender = Extender(source, policy.scheduling, timing=RefreshTiming(interval=options.refresh_interval))
         server = ExtenderServer(extender, options.host, options.port, max_body=options.max_body)
@@ -97,10 +104,11 @@ def run_extender(policy_path: Path, options: ExtenderOptions) -> int:
             address=f"{options.host}:{server.port}",
             source=str(options.snapshot) if options.snapshot else "cluster",
         )
-        watcher = threading.Thread(
-            target=_watch_policy, args=(policy_file, extender, stop), name="policy-reload", daemon=True
-        )
-        watcher.start()
+        if policy_file is not None:
+            watcher = threading.Thread(
+                target=_watch_policy, args=(policy_file, extender, stop), name="policy-reload", daemon=True
+            )
+            watcher.start()
         with _signals(lambda: stop.set()):
             stop.wait()
         log.info("extender stopping")
@@ -138,8 +146,11 @@ def _signals(on_signal: Callable[[], None]) -> Iterator[None]:
 
 def extender_command(
     policy: Annotated[
-        Path, typer.Option("--policy", "-p", help="policy file (its scheduling and loadSource sections)")
-    ],
+        Path | None,
+        typer.Option(
+            "--policy", "-p", help="policy file: its scheduling and loadSource sections (default: the built-in default)"
+        ),
+    ] = None,
     port: Annotated[int, typer.Option("--port", help="port for /filter, /prioritize, /healthz, /readyz, /metrics")] = (
         DEFAULT_PORT
     ),
@@ -161,6 +172,7 @@ def extender_command(
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
 ) -> None:
     """Serve the kube-scheduler HTTP extender (filter and prioritize) with the load-aware scheduling core."""
+    from descheduler.controller.cli import check_log_level
     from descheduler.controller.logs import configure_logging
 
     if snapshot is not None and (kubeconfig is not None or context is not None):
@@ -172,6 +184,7 @@ def extender_command(
         raise InputError(f"must be a port number (0–65535), got {port}", field="--port")
     if max_request_bytes < 1024:
         raise InputError(f"must be at least 1024, got {max_request_bytes}", field="--max-request-bytes")
+    check_log_level(log_level)
     configure_logging(log_level)
     options = ExtenderOptions(
         host=host,

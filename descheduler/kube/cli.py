@@ -8,10 +8,16 @@ from typing import Annotated
 
 import typer
 
+from descheduler.errors import InputError, NoClusterConfigError
 from descheduler.policy import Policy, default_policy, load_policy
 from descheduler.snapshot import Snapshot
 
-snapshot_app = typer.Typer(help="Save a live cluster's state as a snapshot file.", no_args_is_help=True)
+snapshot_app = typer.Typer(
+    help="Save a live cluster's state as a snapshot file.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 KubeconfigOption = Annotated[
     Path | None,
@@ -46,14 +52,23 @@ def save(
     ] = None,
 ) -> None:
     """Write the cluster's nodes, pods, workloads, PDBs, quotas, our objects and one load reading to
-    PATH, stamped with the time read, so `descheduler plan --snapshot PATH` replays this moment."""
+    PATH, stamped with the time read, so `descheduler plan --snapshot PATH` replays this moment.
+
+    The cluster: --kubeconfig/--context, else the one kubectl would use ($KUBECONFIG,
+    ~/.kube/config, or in-cluster). Exit codes: 0 saved; 1 bad input, or no cluster configuration
+    found; 2 the cluster could not be read."""
     from descheduler.kube.live import cluster, save_snapshot
 
     _quiet_logs()
+    if path.is_dir():
+        raise InputError("is a directory: give a file to write (.yaml, .yml or .json)", source=str(path))
     loaded = load_policy(policy) if policy is not None else default_policy()
     now = datetime.now(UTC)
-    with cluster(kubeconfig, context) as client:
-        saved = save_snapshot(client, loaded, path, now)
+    try:
+        with cluster(kubeconfig, context) as client:
+            saved = save_snapshot(client, loaded, path, now)
+    except NoClusterConfigError as error:
+        raise NoClusterConfigError(f"{error}; give --kubeconfig FILE") from None
     for warning in saved.warnings:
         typer.echo(f"warning: {warning}", err=True)
     counts = ", ".join(f"{n} {kind}" for kind, n in sorted(saved.counts.items()))
