@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Sequence
 from typing import Literal
 
@@ -73,9 +74,46 @@ def _summary_line(plan: Plan) -> str:
     )
 
 
+# Columns a narrow terminal loses first, in order: what the rest of the row (or -o json) still tells.
+_DROPPABLE = {
+    "Nodes": ("pool",),
+    "Moves": ("strategy", "mode", "usage"),
+    "Not moved": ("strategy",),
+}
+
+
+def terminal_width() -> int:
+    """$COLUMNS, else the terminal's width, else 160 (into a pipe: whole rows)."""
+    return shutil.get_terminal_size((160, 24)).columns
+
+
+def _fitted_table(console: Console, title: str, head: list[str], rows: list[list[str]]) -> Table:
+    """The table, without its least useful columns while it is wider than the console (rich
+    folds what is still too wide), and the title says which columns were left out."""
+    left_out: list[str] = []
+    while True:
+        keep = [i for i, column in enumerate(head) if column not in left_out]
+        caption = f"{title} (left out to fit {console.width} columns: {', '.join(left_out)})" if left_out else title
+        table = Table(title=caption, title_justify="left", show_lines=False)
+        for i in keep:
+            table.add_column(head[i], overflow="fold")
+        for row in rows:
+            table.add_row(*(row[i] for i in keep))
+        droppable = [c for c in _DROPPABLE.get(title, ()) if c in head and c not in left_out]
+        if (
+            not droppable
+            or console.measure(table, options=console.options.update_width(10**6)).maximum <= console.width
+        ):
+            return table
+        left_out.append(droppable[0])
+
+
 def render_table(plan: Plan, width: int | None = None, color: bool | None = None) -> str:
+    """The plan as tables no wider than `width` (default: the terminal's, see `terminal_width`)."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width or 160, force_terminal=color, no_color=not color, highlight=False)
+    console = Console(
+        file=buffer, width=width or terminal_width(), force_terminal=color, no_color=not color, highlight=False
+    )
     node_head, node_rows, move_head, move_rows, skip_head, skip_rows = _rows(plan)
     console.print(f"Plan at {plan.now.isoformat()}: {_summary_line(plan)}")
     for title, head, rows in (
@@ -86,14 +124,10 @@ def render_table(plan: Plan, width: int | None = None, color: bool | None = None
         if not rows:
             console.print(f"{title}: none")
             continue
-        table = Table(title=title, title_justify="left", show_lines=False)
-        for column in head:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+        console.print(_fitted_table(console, title, head, rows))
     _print_notes(console.print, plan)
-    return buffer.getvalue()
+    # rich pads titles to the table's width: no trailing blanks in what is piped or copied.
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
 def _print_notes(emit: object, plan: Plan) -> None:

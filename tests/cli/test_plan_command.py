@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,15 @@ import yaml
 POLICY_HEAD = "apiVersion: descheduler.dev/v1alpha1\nkind: DeschedulerPolicy\n"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it, on a terminal `columns` wide (pytest's environment says 80)."""
     return subprocess.run(
-        [sys.executable, "-m", "descheduler", *args], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", "descheduler", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "COLUMNS": str(columns)},
     )
 
 
