@@ -52,7 +52,8 @@ class SimulatedCluster:
         self.tick = scenario.timing.tick_seconds
         self.store = Store(clock=self.clock, pod_termination_delay=None)
         self.store.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in SYSTEM_NAMESPACES)
-        self.store.load(_known(self.store, loaded.objects, loaded.source))
+        # Scenario times keep their offsets from the scenario's origin, which becomes the clock's start.
+        self.store.load(_known(self.store, loaded.objects_at(self.began), loaded.source))
         self.server = FakeApiServer(host=host, port=port, store=self.store)
         timing = scenario.timing
         self.events = EventPlayer(self.store, scenario.events, self.began)

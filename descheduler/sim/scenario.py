@@ -18,8 +18,10 @@ events:
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -182,6 +184,91 @@ class LoadedScenario(BaseModel):
     scenario: Scenario
     objects: list[dict[str, Any]]
     source: str
+
+    def origin(self) -> float | None:
+        """The instant the scenario's times are relative to: `start`, else its newest creationTimestamp
+        (the moment the snapshot was taken, at the latest); None when it has neither."""
+        if self.scenario.start is not None:
+            return self.scenario.start
+        created = [_instant(_metadata(obj).get("creationTimestamp")) for obj in self.objects]
+        known = [c for c in created if c is not None]
+        return max(known) if known else None
+
+    def objects_at(self, start: float) -> list[dict[str, Any]]:
+        """The snapshot objects with every timestamp moved so that the scenario's origin falls on `start`.
+
+        Offsets between objects and from the origin are kept (in whole seconds, never later than
+        `start`): an object created at the origin is `now - start` old, as `kubectl get` shows it.
+        """
+        origin = self.origin()
+        shift = 0 if origin is None else math.floor(start - origin)
+        if shift == 0:
+            return self.objects
+        return [shift_timestamps(obj, shift) for obj in self.objects]
+
+
+# metav1.Time and metav1.MicroTime fields of the kinds a scenario holds (metadata, pod and node
+# status, conditions, container states, events, leases, metrics, managedFields).
+TIME_FIELDS: Final = frozenset(
+    {
+        "creationTimestamp",
+        "deletionTimestamp",
+        "startTime",
+        "completionTime",
+        "lastTransitionTime",
+        "lastProbeTime",
+        "lastHeartbeatTime",
+        "lastUpdateTime",
+        "lastScheduleTime",
+        "startedAt",
+        "finishedAt",
+        "firstTimestamp",
+        "lastTimestamp",
+        "eventTime",
+        "lastObservedTime",
+        "acquireTime",
+        "renewTime",
+        "timestamp",
+        "updateTime",
+        "time",
+    }
+)
+
+
+def _metadata(obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _instant(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_instant(value)
+    except ValueError:
+        return None
+
+
+def _shifted(value: str, seconds: int) -> str:
+    instant = _instant(value)
+    if instant is None:
+        return value  # not a time: left as written
+    moved = datetime.fromtimestamp(instant + seconds, tz=UTC)
+    # Keep the precision it was written with: metav1.Time has seconds, MicroTime microseconds.
+    return moved.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if "." in value else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def shift_timestamps(value: Any, seconds: int) -> Any:
+    """A copy of `value` with every time field (TIME_FIELDS) moved by `seconds`; the input is not changed
+    (YAML anchors make scenario objects share dicts)."""
+    if isinstance(value, dict):
+        return {
+            k: _shifted(v, seconds) if k in TIME_FIELDS and isinstance(v, str) else shift_timestamps(v, seconds)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [shift_timestamps(v, seconds) for v in value]
+    return value
 
 
 def load_scenario(path: str | os.PathLike[str]) -> LoadedScenario:

@@ -27,6 +27,7 @@ from .patch import (
     merge_patch,
     strategic_merge_patch,
 )
+from .printing import TableFormat, TableWatch, requested_table
 from .resources import ResourceType
 from .scale import scale_of
 from .selectors import parse_field_selector, parse_label_selector
@@ -41,6 +42,7 @@ class ApiRequest:
     query: Mapping[str, str] = field(default_factory=dict)
     content_type: str = ""
     body: bytes = b""
+    accept: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,8 @@ class WatchStream:
     timeout: float | None
     bookmarks: bool
     error: ApiError | None = None
+    # Set when the client asked for Tables (`kubectl get --watch`): events carry one-row Tables.
+    table: TableWatch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +173,16 @@ class Api:
             entry = self.store.entry(rt, target.name or "", target.namespace or "")
         if target.subresource == "scale":
             return Response(200, encode(scale_of(entry.decode())))
+        table = requested_table(request.accept, request.query)
+        if table is not None:
+            obj = entry.decode()
+            meta = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+            return Response(200, encode(table.table(rt, [obj], self.store.clock(), meta)))
         return Response(200, entry.raw)
 
     def _list(self, rt: ResourceType, target: Target, request: ApiRequest) -> Response:
         q = request.query
+        table = requested_table(request.accept, q)
         limit = _int_param(q, "limit") or 0
         page = self.store.list_page(
             rt,
@@ -184,6 +194,8 @@ class Api:
             resource_version=q.get("resourceVersion"),
             resource_version_match=q.get("resourceVersionMatch"),
         )
+        if table is not None:
+            return Response(200, render_table(page, table, self.store.clock()))
         return Response(200, render_list(page))
 
     def _watch(self, rt: ResourceType, target: Target, request: ApiRequest) -> WatchStream:
@@ -196,6 +208,8 @@ class Api:
             since = _int_param(q, "resourceVersion")
         timeout = _int_param(q, "timeoutSeconds")
         bookmarks = _truthy(q.get("allowWatchBookmarks"))
+        table = requested_table(request.accept, q)
+        tables = TableWatch(rt, table, self.store.clock) if table is not None else None
         try:
             watcher, initial = self.store.watch(rt, target.namespace, labels=labels, fields=fields, since=since)
         except ApiError as error:
@@ -203,7 +217,7 @@ class Api:
                 raise
             # The real server accepts the watch and reports expiry as an ERROR event in the stream.
             return WatchStream(rt, None, [], None, False, error)
-        return WatchStream(rt, watcher, initial, float(timeout) if timeout else None, bookmarks)
+        return WatchStream(rt, watcher, initial, float(timeout) if timeout else None, bookmarks, table=tables)
 
     def _create(self, rt: ResourceType, target: Target, request: ApiRequest) -> Response:
         body = _json_body(request)
@@ -351,13 +365,23 @@ class Api:
 def render_list(page: ListPage) -> bytes:
     """Join pre-encoded items: a 500-pod page costs one bytes.join, not 500 encodes."""
     rt = page.rt
+    meta = _list_meta(page)
+    head = b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode()
+    return head + b'","metadata":' + encode(meta) + b',"items":[' + b",".join(e.raw for e in page.items) + b"]}"
+
+
+def _list_meta(page: ListPage) -> dict[str, Any]:
     meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
     if page.continue_token:
         meta["continue"] = page.continue_token
     if page.remaining is not None:
         meta["remainingItemCount"] = page.remaining
-    head = b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode()
-    return head + b'","metadata":' + encode(meta) + b',"items":[' + b",".join(e.raw for e in page.items) + b"]}"
+    return meta
+
+
+def render_table(page: ListPage, table: TableFormat, now: float) -> bytes:
+    """A list page as the Table `kubectl get` reads; `continue` pages through it as through the list."""
+    return encode(table.table(page.rt, [e.decode() for e in page.items], now, _list_meta(page)))
 
 
 def _verb(method: str, name: str | None, sub: str | None, watch: bool) -> str:

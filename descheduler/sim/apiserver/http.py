@@ -88,7 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        request = ApiRequest(self.command, url.path, query, self.headers.get("Content-Type", ""), body)
+        request = ApiRequest(
+            self.command, url.path, query, self.headers.get("Content-Type", ""), body, self.headers.get("Accept", "")
+        )
         api, faults = self.server.api, self.server.faults
         self.server.accesses.record(request_access(self.command, url.path, query))
         target: Target | None = None
@@ -162,10 +164,11 @@ class _Handler(BaseHTTPRequestHandler):
         store = self.server.api.store
         buffer: list[bytes] = []
         size = 0
+        tables = stream.table
         for event in stream.initial:
             seen = watcher.translate(event)
             if seen is not None:
-                line = event_line(*seen)
+                line = event_line(seen[0], tables.event_object(seen[1]) if tables else seen[1])
                 buffer.append(line)
                 size += len(line)
                 if size >= _CHUNK_BYTES:
@@ -188,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
             if item is not None:
                 seen = watcher.translate(item)
                 if seen is not None:
-                    self._chunk(event_line(*seen))
+                    self._chunk(event_line(seen[0], tables.event_object(seen[1]) if tables else seen[1]))
                     self.wfile.flush()
             elif self._client_gone():
                 return "gone"
@@ -201,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "apiVersion": rt.api_version,
                         "metadata": {"resourceVersion": str(rv)},
                     }
-                    self._chunk(event_line("BOOKMARK", encode(bookmark)))
+                    self._chunk(event_line("BOOKMARK", tables.bookmark(rv) if tables else encode(bookmark)))
                     self.wfile.flush()
                     next_bookmark = time.monotonic() + interval
         return "stopped"
