@@ -47,6 +47,10 @@ def simulate_command(
     check_log_level(log_level)
     if report.exists() and not report.is_dir():
         raise InputError("not a directory: give a directory for report.json and report.html", source=str(report))
+    try:
+        report.mkdir(parents=True, exist_ok=True)  # before simulating: a report that cannot be written fails first
+    except OSError as error:
+        raise InputError(f"cannot create the report directory: {error.strerror or error}", source=str(report)) from None
     configure_logging(log_level, "console")
     if policy is not None:
         loaded_policy, policy_name = load_policy(policy), str(policy)
@@ -72,7 +76,6 @@ def simulate_command(
     result["scenario"] = loaded.source
     result["policy"] = policy_name
     try:
-        report.mkdir(parents=True, exist_ok=True)
         (report / "report.json").write_text(json.dumps(result, indent=2) + "\n")
         (report / "report.html").write_text(render_html(result, f"descheduler simulate: {loaded.source}"))
     except OSError as error:
