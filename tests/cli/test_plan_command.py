@@ -46,7 +46,9 @@ def test_demo_plan_says_why_pods_were_not_moved(demo_json: dict[str, object]) ->
     reasons = {s["pod"]["name"]: s["reason"] for s in demo_json["skipped"]}  # type: ignore[attr-defined,index]
     assert reasons["node-agent-a"] == "daemonset pod"
     assert reasons["cache-0"] == "workload has 1 replica(s) < minReplicas 2"
-    assert reasons["etl-1"] == "ReplicaSet batch/etl-7d9f may start 1 move(s) per 300s (migration objectLimiters.workload)"
+    assert (
+        reasons["etl-1"] == "ReplicaSet batch/etl-7d9f may start 1 move(s) per 300s (migration objectLimiters.workload)"
+    )
     assert "bare pod" in reasons["debug-shell"]
 
 
