@@ -58,6 +58,17 @@ class RawStatus(msgspec.Struct, kw_only=True):
     message: str = ""
 
 
+class RawBookmarkMeta(msgspec.Struct, kw_only=True):
+    resource_version: str = msgspec.field(default="", name="resourceVersion")
+
+
+class RawBookmark(msgspec.Struct, kw_only=True):
+    """A BOOKMARK's object: only its resourceVersion counts. The real server sends an empty object of
+    the kind (a Pod with `spec.containers: null`), which need not fit the kind's raw shape."""
+
+    metadata: RawBookmarkMeta = msgspec.field(default_factory=RawBookmarkMeta)
+
+
 class RawMetaOnly(msgspec.Struct, kw_only=True):
     """Just the metadata: bookmarks, and the key and version of an object that failed to decode."""
 

@@ -23,7 +23,7 @@ from descheduler import decode, metrics
 from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.client import KubeApiError, KubeClient
 from descheduler.kube.gcpause import paused_gc
-from descheduler.kube.kinds import RawMetaOnly, RawStatus, RawWatchEvent, ResourceKind
+from descheduler.kube.kinds import RawBookmark, RawMetaOnly, RawStatus, RawWatchEvent, ResourceKind
 from descheduler.kube.listing import ContinueExpired, decode_object, list_records
 from descheduler.kube.ratelimit import Cancelled
 
@@ -32,6 +32,7 @@ log = structlog.get_logger(__name__)
 _EVENT_DECODER = msgspec.json.Decoder(RawWatchEvent)
 _STATUS_DECODER = msgspec.json.Decoder(RawStatus)
 _META_DECODER = msgspec.json.Decoder(RawMetaOnly)
+_BOOKMARK_DECODER = msgspec.json.Decoder(RawBookmark)
 
 
 class Sink(Protocol):
@@ -216,7 +217,8 @@ class Reflector:
                 continue
             kind_of_event, obj = event.type, event.object
             if kind_of_event == "BOOKMARK":
-                self.resource_version = obj.metadata.resource_version
+                if obj.metadata.resource_version:
+                    self.resource_version = obj.metadata.resource_version
                 continue
             if kind_of_event == "ERROR":
                 self._apply_untyped(line)
@@ -231,9 +233,17 @@ class Reflector:
                 self.resource_version = obj.metadata.resource_version
 
     def _apply_untyped(self, line: bytes) -> None:
-        """The slow path: ERROR events, and objects that do not fit the kind's shape (named as problems)."""
+        """The slow path: ERROR events, bookmarks whose object does not fit the kind's shape, and
+        objects that do not fit it (named as problems)."""
         kind = self.kind
         event = _EVENT_DECODER.decode(line)
+        if event.type == "BOOKMARK":
+            # A bookmark is no object: it only moves the version on, whatever its body looks like.
+            with contextlib.suppress(msgspec.DecodeError):
+                version = _BOOKMARK_DECODER.decode(event.object).metadata.resource_version
+                if version:
+                    self.resource_version = version
+            return
         if event.type == "ERROR":
             status = _STATUS_DECODER.decode(event.object)
             if status.code == 410:
