@@ -47,7 +47,9 @@ class SimulatedCluster:
     ) -> None:
         scenario = loaded.scenario
         self.scenario = scenario
-        self.began = start if start is not None else scenario.start if scenario.start is not None else time.time()
+        # The clock starts at `start`, else now; the scenario's own `start` is the instant its usage
+        # models and object timestamps describe, wherever the clock starts.
+        self.began = start if start is not None else time.time()
         self.clock = SimClock(self.began)
         self.tick = scenario.timing.tick_seconds
         self.store = Store(clock=self.clock, pod_termination_delay=None)
@@ -69,6 +71,7 @@ class SimulatedCluster:
             ready_delay=timing.ready_delay_seconds,
             seed=scenario.seed,
             began=self.began,
+            usage_began=scenario.start,
         )
         self.disruption = DisruptionController(self.store)
         self.metrics = MetricsPublisher(

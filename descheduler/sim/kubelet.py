@@ -32,6 +32,10 @@ class Kubelet:
     ready_delay: float = 5.0
     seed: int = 0
     began: float = 0.0  # the scenario's start: series models count from here
+    # The time of day usage models see at `began` (diurnal curves, noise); default `began`. A cluster
+    # run in real time from "now" sets the scenario's own start here, so its load does not depend
+    # on the wall clock's time of day.
+    usage_began: float | None = None
     usage: dict[str, PodUsage] = field(default_factory=dict)
     _bound_at: dict[str, float] = field(default_factory=dict)
     _models: dict[str, tuple[dict[str, UsageModel], dict[str, int]]] = field(default_factory=dict)
@@ -120,7 +124,7 @@ class Kubelet:
                 model,
                 resource,
                 requests.get(resource, 0),
-                instant=now,
+                instant=now - self.began + (self.began if self.usage_began is None else self.usage_began),
                 elapsed=now - self.began,
                 key=pod_key(pod),
                 seed=self.seed,

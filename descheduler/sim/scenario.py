@@ -3,6 +3,7 @@
 ```yaml
 apiVersion: descheduler.dev/v1alpha1
 kind: Scenario
+start: 2026-01-15T14:00:00Z      # optional: the instant the scenario describes (see Scenario.start)
 snapshot: snapshot.yaml          # a path relative to this file, or an inline list of objects
 usage:
   default: {cpu: {fraction: 0.5}, memory: {fraction: 0.6}}
@@ -116,6 +117,10 @@ class Timing(_Model):
 class Scenario(_Model):
     api_version: Literal["descheduler.dev/v1alpha1"] = Field(API_VERSION, alias="apiVersion")
     kind: Literal["Scenario"] = KIND
+    # The instant the scenario describes: its usage models see this time of day (diurnal curves,
+    # noise) when the simulated clock starts, and its objects' timestamps are relative to it. The
+    # clock itself starts wherever its user says (now, for a cluster run in real time), so the same
+    # scenario loads the same way at any hour.
     start: float | None = None
     seed: int = 0
     snapshot: str | list[dict[str, Any]]
@@ -126,6 +131,8 @@ class Scenario(_Model):
     @field_validator("start", mode="before")
     @classmethod
     def _start(cls, value: Any) -> Any:
+        if isinstance(value, datetime):  # YAML reads an unquoted RFC 3339 time as a timestamp
+            return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
         if isinstance(value, str):
             try:
                 return parse_instant(value)

@@ -43,3 +43,17 @@ def test_noise_is_deterministic_and_varies_by_pod() -> None:
 def test_invalid_models_are_refused(fields: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         UsageModel.model_validate(fields)
+
+
+def test_a_scenario_loads_the_same_whatever_the_hour_its_clock_starts() -> None:
+    """The demo's load is its afternoon peak (its `start`), not the wall clock's time of day."""
+    from descheduler.sim.cluster import SimulatedCluster
+    from descheduler.sim.scenario import load_demo_scenario
+
+    def usage(start: float) -> dict[str, tuple[int, int]]:
+        cluster = SimulatedCluster(load_demo_scenario(), start=start)
+        cluster.advance(60)
+        return {key: (u.cpu, u.memory) for key, u in cluster.kubelet.usage.items()}
+
+    night, afternoon = 1_790_000_000.0 - 1_790_000_000.0 % 86_400, 1_790_000_000.0 - 1_790_000_000.0 % 86_400 + 14 * 3600
+    assert usage(night) == usage(afternoon + 3 * 86_400)
