@@ -26,6 +26,11 @@ from descheduler.migration.executor import Executor
 from descheduler.sim.cluster import SimulatedCluster
 from descheduler.sim.scenario import load_demo_scenario
 
+# Deadlines are derived from the policy's interval (the policy file is re-read before every cycle)
+# and the cache's sync, times a generous factor: the test waits on conditions, not on a fast machine.
+INTERVAL = 1.0
+SYNC = 10.0  # the cache lists every kind and syncs, on a busy two-core machine
+SLACK = 5.0
 POLICY = """\
 apiVersion: descheduler.dev/v1alpha1
 kind: DeschedulerPolicy
@@ -70,15 +75,15 @@ def test_reload_applies_valid_changes_and_rejects_invalid_ones(cluster: Simulate
     runner = threading.Thread(target=process.run, daemon=True)
     runner.start()
     try:
-        wait_for(lambda: loop.last is not None and loop.last.plan is not None, 20, "a planned cycle")
+        wait_for(lambda: loop.last is not None and loop.last.plan is not None, SYNC + SLACK * INTERVAL, "a planned cycle")
         assert loop.last is not None and loop.last.plan is not None and loop.last.plan.migrations
         assert cluster.store.list(PMJ) == []  # dry run: planned, nothing written
         policy_path.write_text(POLICY.format(dry_run="false"))
-        wait_for(lambda: cluster.store.list(PMJ), 10, "a job once dryRun is off")
+        wait_for(lambda: cluster.store.list(PMJ), SLACK * 2 * INTERVAL, "a job once dryRun is off")
         errors = metrics.sample("descheduler_policy_reload_total", {"result": "error"})
         policy_path.write_text(POLICY.format(dry_run="sometimes").replace("interval: 1s", "interval: -1s"))
         cycles = loop.cycles
-        wait_for(lambda: loop.cycles >= cycles + 2, 10, "two more cycles on the old policy")
+        wait_for(lambda: loop.cycles >= cycles + 2, SLACK * 3 * INTERVAL, "two more cycles on the old policy")
         assert metrics.sample("descheduler_policy_reload_total", {"result": "error"}) == errors + 1
         assert policy_file.policy.dry_run is False and policy_file.policy.interval.total_seconds() == 1
         events = [
