@@ -1,0 +1,345 @@
+"""A real Kubernetes control plane on loopback for tests, in the envtest convention.
+
+The binaries come from the folder named by `KUBEBUILDER_ASSETS` (etcd, kube-apiserver, and for the
+tests that ask for them kube-controller-manager and kube-scheduler), as controller-runtime's
+envtest takes them. Certificates are made with the openssl CLI. Every process is started in its
+own session, dies with the test process (PR_SET_PDEATHSIG) and is stopped with terminate, then
+kill, when the control plane stops.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+ASSETS_VARIABLE = "KUBEBUILDER_ASSETS"
+HOW_TO_GET = (
+    f"set {ASSETS_VARIABLE} to a folder with etcd and kube-apiserver "
+    "(unpack ../shared/kube/*.tar.xz, or use controller-runtime's setup-envtest)"
+)
+REQUIRED = ("etcd", "kube-apiserver")
+
+
+def assets_folder() -> tuple[Path | None, str]:
+    """The binaries' folder from the environment, or None and why it cannot be used."""
+    value = os.environ.get(ASSETS_VARIABLE, "")
+    if not value:
+        return None, f"{ASSETS_VARIABLE} is not set: {HOW_TO_GET}"
+    folder = Path(value)
+    missing = [name for name in REQUIRED if not os.access(folder / name, os.X_OK)]
+    if missing:
+        return None, f"{ASSETS_VARIABLE}={value} has no {', '.join(missing)}: {HOW_TO_GET}"
+    return folder, ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    # A test process killed outright must not leave an apiserver behind.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass(slots=True)
+class Process:
+    """One started binary and its log file."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Terminate, then kill after `grace` seconds; waits until the process is gone."""
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.popen.terminate()
+            try:
+                self.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    self.popen.kill()
+                self.popen.wait(5)
+
+
+@dataclass(frozen=True, slots=True)
+class Certificates:
+    ca: Path
+    ca_key: Path
+    serving: Path
+    serving_key: Path
+    admin: Path
+    admin_key: Path
+    service_account_key: Path
+    service_account_public: Path
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    done = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"openssl {' '.join(args)} failed: {done.stderr.strip()}")
+
+
+def make_certificates(folder: Path) -> Certificates:
+    """A CA, a serving certificate for 127.0.0.1, an admin client (system:masters), a service-account key pair."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+             "-days", "2", "-subj", "/CN=realcluster-ca", cwd=folder)  # fmt: skip
+    (folder / "serving.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n"
+    )
+    (folder / "admin.ext").write_text("extendedKeyUsage=clientAuth\n")
+    for name, subject in (("serving", "/CN=kube-apiserver"), ("admin", "/O=system:masters/CN=realcluster-admin")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                 "-subj", subject, cwd=folder)  # fmt: skip
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext", cwd=folder)  # fmt: skip
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=folder)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=folder)
+    return Certificates(
+        ca=folder / "ca.crt",
+        ca_key=folder / "ca.key",
+        serving=folder / "serving.crt",
+        serving_key=folder / "serving.key",
+        admin=folder / "admin.crt",
+        admin_key=folder / "admin.key",
+        service_account_key=folder / "sa.key",
+        service_account_public=folder / "sa.pub",
+    )
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write_kubeconfig(path: Path, server: str, certs: Certificates) -> Path:
+    """An admin kubeconfig with everything embedded."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "realcluster", "cluster": {"server": server, "certificate-authority-data": _b64(certs.ca)}}
+        ],
+        "users": [
+            {
+                "name": "admin",
+                "user": {"client-certificate-data": _b64(certs.admin), "client-key-data": _b64(certs.admin_key)},
+            }
+        ],
+        "contexts": [{"name": "realcluster", "context": {"cluster": "realcluster", "user": "admin"}}],
+        "current-context": "realcluster",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@dataclass(slots=True)
+class ControlPlane:
+    """etcd and kube-apiserver (and on demand controller-manager and scheduler) in `workdir`."""
+
+    assets: Path
+    workdir: Path
+    ready_timeout: float = 60.0
+    processes: list[Process] = field(default_factory=list)
+    certs: Certificates | None = None
+    etcd_url: str = ""
+    server: str = ""
+    kubeconfig: Path = Path()
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> ControlPlane:
+        """Certificates, etcd, kube-apiserver; returns once /readyz answers ok (or raises, stopped)."""
+        try:
+            self.certs = make_certificates(self.workdir / "pki")
+            self._start_etcd()
+            self._start_apiserver()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every process, newest first (the apiserver before etcd)."""
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def logs(self) -> str:
+        """The tail of every process's log, for a failure message."""
+        return "\n".join(
+            f"--- {p.name} ({'running' if p.alive() else 'exited'})\n{p.log_tail()}" for p in self.processes
+        )
+
+    # ---------------------------------------------------------------- components
+
+    def _spawn(self, name: str, args: list[str]) -> Process:
+        log = self.workdir / f"{name}.log"
+        with log.open("wb") as out:
+            popen = subprocess.Popen(
+                [str(self.assets / name), *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.workdir,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # the caller is single-threaded at start-up
+            )
+        process = Process(name, popen, log)
+        self.processes.append(process)
+        return process
+
+    def _wait(self, process: Process, url: str, expect: str, context: ssl.SSLContext | None = None) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        last = ""
+        while time.monotonic() < deadline:
+            if not process.alive():
+                raise RuntimeError(f"{process.name} exited ({process.popen.returncode}):\n{process.log_tail()}")
+            try:
+                with urllib.request.urlopen(url, timeout=2, context=context) as response:
+                    body = response.read().decode(errors="replace")
+                    if expect in body:
+                        return
+                    last = body
+            except (urllib.error.URLError, OSError) as error:
+                last = str(error)
+            time.sleep(0.2)
+        raise RuntimeError(
+            f"{process.name} not ready within {self.ready_timeout}s at {url} (last: {last[:300]}):\n"
+            f"{process.log_tail()}"
+        )
+
+    def _start_etcd(self) -> None:
+        client, peer = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{client}"
+        peer_url = f"http://127.0.0.1:{peer}"
+        process = self._spawn(
+            "etcd",
+            [
+                "--name=t",
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls={self.etcd_url}",
+                f"--advertise-client-urls={self.etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=t={peer_url}",
+                "--log-level=warn",
+                # Progress notifications move the apiserver's watch cache to etcd's revision, so a
+                # quiet resource still gets bookmarks with a newer resourceVersion (default 10 min).
+                "--experimental-watch-progress-notify-interval=1s",
+            ],
+        )
+        self._wait(process, f"{self.etcd_url}/health", '"health":"true"')
+
+    def admin_ssl_context(self) -> ssl.SSLContext:
+        assert self.certs is not None
+        context = ssl.create_default_context(cafile=str(self.certs.ca))
+        context.load_cert_chain(str(self.certs.admin), str(self.certs.admin_key))
+        return context
+
+    def _start_apiserver(self) -> None:
+        certs = self.certs
+        assert certs is not None
+        port = free_port()
+        self.server = f"https://127.0.0.1:{port}"
+        process = self._spawn(
+            "kube-apiserver",
+            [
+                f"--etcd-servers={self.etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                "--endpoint-reconciler-type=none",
+                f"--tls-cert-file={certs.serving}",
+                f"--tls-private-key-file={certs.serving_key}",
+                f"--client-ca-file={certs.ca}",
+                f"--service-account-key-file={certs.service_account_public}",
+                f"--service-account-signing-key-file={certs.service_account_key}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--authorization-mode=Node,RBAC",
+                f"--cert-dir={self.workdir / 'apiserver-certs'}",
+            ],
+        )
+        self._wait(process, f"{self.server}/readyz", "ok", self.admin_ssl_context())
+        self.kubeconfig = write_kubeconfig(self.workdir / "admin.kubeconfig", self.server, certs)
+
+    def start_controller_manager(self) -> Process:
+        """kube-controller-manager with node lifecycle off (no kubelet renews node leases)."""
+        certs = self.certs
+        assert certs is not None
+        port = free_port()
+        kubeconfig = str(self.kubeconfig)
+        process = self._spawn(
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                "--leader-elect=false",
+                "--controllers=*,-nodelifecycle",
+                f"--service-account-private-key-file={certs.service_account_key}",
+                f"--root-ca-file={certs.ca}",
+                "--use-service-account-credentials=false",
+            ],
+        )
+        self._wait(process, f"https://127.0.0.1:{port}/healthz", "ok", _insecure())
+        return process
+
+    def start_scheduler(self, config: Path | None = None) -> Process:
+        """kube-scheduler, with a KubeSchedulerConfiguration file when given (e.g. one naming an extender)."""
+        port = free_port()
+        kubeconfig = str(self.kubeconfig)
+        args = [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+        ]
+        args += [f"--config={config}"] if config is not None else ["--leader-elect=false"]
+        process = self._spawn("kube-scheduler", args)
+        self._wait(process, f"https://127.0.0.1:{port}/healthz", "ok", _insecure())
+        return process
+
+
+def _insecure() -> ssl.SSLContext:
+    # The components' health ports serve a self-signed certificate of their own.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
