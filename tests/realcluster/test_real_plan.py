@@ -57,24 +57,9 @@ def test_plan_on_the_real_cluster_exits_0_and_names_every_node(
         policy = tmp_path / "policy.yaml"
         policy.write_text(POLICY)
 
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "descheduler",
-                "plan",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--policy",
-                str(policy),
-                "-o",
-                "json",
-            ],  # fmt: skip
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        command = [sys.executable, "-m", "descheduler", "plan", "--kubeconfig", str(kubeconfig)]
+        command += ["--policy", str(policy), "-o", "json"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr
         plan = json.loads(done.stdout)
         classes = {n["name"]: n["class"] for n in plan["nodes"] if n["name"] in nodes}
