@@ -47,8 +47,9 @@ class SimulatedCluster:
     ) -> None:
         scenario = loaded.scenario
         self.scenario = scenario
-        # The clock starts at `start`, else now; the scenario's own `start` is the instant its usage
-        # models and object timestamps describe, wherever the clock starts.
+        # The clock starts at `start`, and the usage models see that instant. Without `start` the
+        # clock starts now (for a cluster run in real time), and the usage models see the scenario's
+        # own start, so the same scenario loads the same way at any hour.
         self.began = start if start is not None else time.time()
         self.clock = SimClock(self.began)
         self.tick = scenario.timing.tick_seconds
@@ -71,7 +72,7 @@ class SimulatedCluster:
             ready_delay=timing.ready_delay_seconds,
             seed=scenario.seed,
             began=self.began,
-            usage_began=scenario.start,
+            usage_began=scenario.start if start is None else None,
         )
         self.disruption = DisruptionController(self.store)
         self.metrics = MetricsPublisher(

@@ -117,10 +117,9 @@ class Timing(_Model):
 class Scenario(_Model):
     api_version: Literal["descheduler.dev/v1alpha1"] = Field(API_VERSION, alias="apiVersion")
     kind: Literal["Scenario"] = KIND
-    # The instant the scenario describes: its usage models see this time of day (diurnal curves,
-    # noise) when the simulated clock starts, and its objects' timestamps are relative to it. The
-    # clock itself starts wherever its user says (now, for a cluster run in real time), so the same
-    # scenario loads the same way at any hour.
+    # The instant the scenario describes: its objects' timestamps are relative to it, a simulation
+    # starts there by default, and a cluster started now (sim serve, real-time tests) shows the
+    # load of this time of day (diurnal curves, noise) rather than the wall clock's.
     start: float | None = None
     seed: int = 0
     snapshot: str | list[dict[str, Any]]

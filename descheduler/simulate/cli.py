@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,7 +12,6 @@ import typer
 
 # The demo's web tier follows a daily curve that peaks in the afternoon: start there, so the demo
 # shows the same hot nodes on every machine and at any hour.
-DEMO_START = datetime(2026, 1, 15, 14, 0, tzinfo=UTC)
 DEMO_POLICY = Path(str(files("descheduler") / "demo" / "policy.yaml"))
 
 
@@ -61,7 +59,7 @@ def simulate_command(
     from descheduler.cli import parse_time
 
     loaded = load_scenario(scenario) if scenario is not None else load_demo_scenario()
-    began = parse_time(start, "--start") or (DEMO_START if scenario is None else None)
+    began = parse_time(start, "--start")
     interval = loaded_policy.interval.total_seconds()
     typer.echo(
         f"simulating {loaded.source}: {cycles} cycles, one every {interval:g}s of simulated time "
@@ -77,7 +75,7 @@ def simulate_command(
     result["policy"] = policy_name
     try:
         (report / "report.json").write_text(json.dumps(result, indent=2) + "\n")
-        (report / "report.html").write_text(render_html(result, f"descheduler simulate: {loaded.source}"))
+        (report / "report.html").write_text(render_html(result))
     except OSError as error:
         raise InputError(f"cannot write the report: {error.strerror or error}", source=str(report)) from None
     _summary(result, report)

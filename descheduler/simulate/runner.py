@@ -75,7 +75,7 @@ class Simulation:
         """`start`: simulated time at the beginning (default: the scenario's, else now)."""
         self.options = options or SimulationOptions()
         self.policy = policy
-        self.cluster = SimulatedCluster(scenario, start=start)
+        self.cluster = SimulatedCluster(scenario, start=start if start is not None else scenario.scenario.start)
         self._tmp = tempfile.TemporaryDirectory(prefix="descheduler-simulate-")
         self.kube: KubeClient | None = None
         self.cache: ClusterCache | None = None

@@ -47,7 +47,7 @@ PMJ = "podmigrationjobs.descheduler.dev"
 
 @pytest.fixture
 def cluster() -> Iterator[SimulatedCluster]:
-    with SimulatedCluster(load_demo_scenario(), start=time.time()) as c:
+    with SimulatedCluster(load_demo_scenario()) as c:
         c.advance(60)
         yield c
 

@@ -117,7 +117,7 @@ class Replica:
 @pytest.fixture
 def cluster() -> Iterator[SimulatedCluster]:
     # The clock starts now (metrics carry wall-clock times); the load is the demo's afternoon peak.
-    with SimulatedCluster(load_demo_scenario(), start=time.time()) as c:
+    with SimulatedCluster(load_demo_scenario()) as c:
         c.advance(60)  # pods running, metrics published
         stop = threading.Event()
         ticker = threading.Thread(target=c.run_realtime, args=(stop,), daemon=True)

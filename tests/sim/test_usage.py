@@ -45,15 +45,16 @@ def test_invalid_models_are_refused(fields: dict[str, object]) -> None:
         UsageModel.model_validate(fields)
 
 
-def test_a_scenario_loads_the_same_whatever_the_hour_its_clock_starts() -> None:
+def test_a_cluster_started_now_loads_as_its_scenario_start_does() -> None:
     """The demo's load is its afternoon peak (its `start`), not the wall clock's time of day."""
     from descheduler.sim.cluster import SimulatedCluster
     from descheduler.sim.scenario import load_demo_scenario
 
-    def usage(start: float) -> dict[str, tuple[int, int]]:
-        cluster = SimulatedCluster(load_demo_scenario(), start=start)
+    def usage(cluster: SimulatedCluster) -> dict[str, tuple[int, int]]:
         cluster.advance(60)
         return {key: (u.cpu, u.memory) for key, u in cluster.kubelet.usage.items()}
 
-    night, afternoon = 1_790_000_000.0 - 1_790_000_000.0 % 86_400, 1_790_000_000.0 - 1_790_000_000.0 % 86_400 + 14 * 3600
-    assert usage(night) == usage(afternoon + 3 * 86_400)
+    demo = load_demo_scenario()
+    assert demo.scenario.start is not None
+    assert usage(SimulatedCluster(demo)) == usage(SimulatedCluster(demo, start=demo.scenario.start))
+    assert usage(SimulatedCluster(demo)) != usage(SimulatedCluster(demo, start=demo.scenario.start - 12 * 3600))
