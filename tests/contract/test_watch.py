@@ -102,13 +102,48 @@ def test_watch_within_the_window_is_not_expired() -> None:
     assert [e["object"]["metadata"]["name"] for e in events] == ["p7", "p8", "p9"]
 
 
-def test_watch_bookmarks_carry_only_the_resource_version(server: FakeApiServer) -> None:
+# BOOKMARK objects as kube-apiserver v1.36.2 sends them (tests/realcluster checks the Pod one on the
+# wire): the kind's empty object, Go zero values included, with only the resourceVersion set.
+REAL_BOOKMARK_BODIES = {
+    "/api/v1/namespaces/default/pods": {"kind": "Pod", "apiVersion": "v1", "spec": {"containers": None}, "status": {}},
+    "/api/v1/namespaces": {"kind": "Namespace", "apiVersion": "v1", "spec": {}, "status": {}},
+    "/apis/apps/v1/namespaces/default/replicasets": {
+        "kind": "ReplicaSet",
+        "apiVersion": "apps/v1",
+        "spec": {"replicas": 0, "selector": None, "template": {"metadata": {}, "spec": {"containers": None}}},
+        "status": {"replicas": 0},
+    },
+    "/apis/apps/v1/namespaces/default/deployments": {
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "spec": {
+            "replicas": 0,
+            "selector": None,
+            "template": {"metadata": {}, "spec": {"containers": None}},
+            "strategy": {},
+        },
+        "status": {},
+    },
+    "/apis/policy/v1/namespaces/default/poddisruptionbudgets": {
+        "kind": "PodDisruptionBudget",
+        "apiVersion": "policy/v1",
+        "spec": {},
+        "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
+    },
+    "/apis/descheduler.dev/v1alpha1/reservations": {"kind": "Reservation", "apiVersion": "descheduler.dev/v1alpha1"},
+}
+
+
+@pytest.mark.parametrize("collection", sorted(REAL_BOOKMARK_BODIES))
+def test_watch_bookmarks_are_the_kinds_empty_object_with_only_the_resource_version(
+    server: FakeApiServer, collection: str
+) -> None:
     rv = server.store.resource_version
-    path = f"/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=1"
+    path = f"{collection}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=1"
     events = watch_lines(server, path)
     bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
     assert bookmarks, "a one-second watch with a 0.1 s bookmark interval must see bookmarks"
-    assert bookmarks[0]["object"] == {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": str(rv)}}
+    assert bookmarks[0]["object"] == {**REAL_BOOKMARK_BODIES[collection], "metadata": {"resourceVersion": str(rv)}}
 
 
 def test_watch_without_allow_bookmarks_sends_none(server: FakeApiServer) -> None:

@@ -4,13 +4,16 @@ a bookmark only moves the resourceVersion on, whatever its object's body looks l
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
+from kube_support import eventually, node, pod
 
 from descheduler.kube import DEPLOYMENTS, NAMESPACES, NODES, PDBS, PODS, REPLICASETS, ClusterCache, KubeClient
 from descheduler.kube.kinds import KINDS
 from descheduler.kube.reflector import Reflector
+from descheduler.sim.apiserver import FakeApiServer
 
 # Lines as kube-apiserver v1.36.2 wrote them for a watch with allowWatchBookmarks=true.
 REAL_BOOKMARKS = {
@@ -98,3 +101,15 @@ def test_events_around_real_bookmarks_are_applied_and_the_version_follows_the_st
     assert sorted(cache.items(PODS)) == ["default/b"]
     assert cache.problems() == []
     assert reflector.resource_version == "211"
+
+
+def test_the_cache_on_the_fake_server_takes_its_real_shaped_bookmarks_without_a_problem(
+    server: FakeApiServer, make_cache: Callable[..., ClusterCache]
+) -> None:
+    server.store.load([node("n1"), pod("a", node="n1")])
+    cache = make_cache(kinds=[PODS, NODES]).start()
+    assert cache.wait_synced(10)
+    server.store.create(node("n2"))  # moves the version on without a pod event: only a bookmark brings it
+    version = server.store.resource_version
+    eventually(lambda: cache.applied_versions()[PODS] >= version, timeout=10)
+    assert cache.problems() == []

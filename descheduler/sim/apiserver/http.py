@@ -17,7 +17,7 @@ from .api import Api, ApiRequest, Response, Target, WatchStream, error_response
 from .entry import encode
 from .errors import ApiError
 from .faults import Faults, RequestInfo
-from .watch import StopWatch, event_line
+from .watch import StopWatch, bookmark_object, event_line
 
 log = logging.getLogger(__name__)
 
@@ -198,13 +198,8 @@ class _Handler(BaseHTTPRequestHandler):
             if next_bookmark is not None and time.monotonic() >= next_bookmark:
                 rv = store.idle_resource_version(watcher)
                 if rv is not None:
-                    rt = stream.rt
-                    bookmark = {
-                        "kind": rt.kind,
-                        "apiVersion": rt.api_version,
-                        "metadata": {"resourceVersion": str(rv)},
-                    }
-                    self._chunk(event_line("BOOKMARK", tables.bookmark(rv) if tables else encode(bookmark)))
+                    bookmark = tables.bookmark(rv) if tables else bookmark_object(stream.rt, rv)
+                    self._chunk(event_line("BOOKMARK", bookmark))
                     self.wfile.flush()
                     next_bookmark = time.monotonic() + interval
         return "stopped"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import queue
 from dataclasses import dataclass
+from typing import Any
 
 from .entry import Entry, decode, encode
 from .resources import ResourceType
@@ -79,3 +81,66 @@ class Watcher:
 
 def event_line(event_type: str, raw_object: bytes) -> bytes:
     return b'{"type":"' + event_type.encode() + b'","object":' + raw_object + b"}\n"
+
+
+# The empty object of each built-in kind as kube-apiserver v1.36.2 writes it in a watch BOOKMARK
+# (Go zero values: `spec.containers: null`, zero counters, `selector: null`), seen on the wire.
+# A client that decodes a bookmark as an object of the kind meets these, not a bare metadata.
+_EMPTY_TEMPLATE: dict[str, Any] = {"metadata": {}, "spec": {"containers": None}}
+_BOOKMARK_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("v1", "Pod"): {"spec": {"containers": None}, "status": {}},
+    ("v1", "Namespace"): {"spec": {}, "status": {}},
+    ("v1", "Node"): {
+        "spec": {},
+        "status": {
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": dict.fromkeys(
+                (
+                    "machineID",
+                    "systemUUID",
+                    "bootID",
+                    "kernelVersion",
+                    "osImage",
+                    "containerRuntimeVersion",
+                    "kubeletVersion",
+                    "kubeProxyVersion",
+                    "operatingSystem",
+                    "architecture",
+                ),
+                "",
+            ),
+        },
+    },
+    ("policy/v1", "PodDisruptionBudget"): {
+        "spec": {},
+        "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
+    },
+    ("apps/v1", "Deployment"): {
+        "spec": {"replicas": 0, "selector": None, "template": _EMPTY_TEMPLATE, "strategy": {}},
+        "status": {},
+    },
+    ("apps/v1", "ReplicaSet"): {
+        "spec": {"replicas": 0, "selector": None, "template": _EMPTY_TEMPLATE},
+        "status": {"replicas": 0},
+    },
+    ("apps/v1", "StatefulSet"): {
+        "spec": {"replicas": 0, "selector": None, "template": _EMPTY_TEMPLATE, "serviceName": "", "updateStrategy": {}},
+        "status": {"replicas": 0, "availableReplicas": 0},
+    },
+    ("apps/v1", "DaemonSet"): {
+        "metadata": {"annotations": {"deprecated.daemonset.template.generation": "0"}},
+        "spec": {"selector": None, "template": _EMPTY_TEMPLATE, "updateStrategy": {}},
+        "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0},
+    },
+    ("coordination.k8s.io/v1", "Lease"): {"spec": {}},
+}
+
+
+def bookmark_object(rt: ResourceType, resource_version: int) -> bytes:
+    """A BOOKMARK's object as the real server sends it: the kind's empty object with only the
+    resourceVersion set (custom resources: kind, apiVersion and metadata alone)."""
+    body: dict[str, Any] = {"kind": rt.kind, "apiVersion": rt.api_version}
+    shape = copy.deepcopy(_BOOKMARK_BODIES.get((rt.api_version, rt.kind), {})) if rt.builtin else {}
+    body["metadata"] = {"resourceVersion": str(resource_version), **shape.pop("metadata", {})}
+    body.update(shape)
+    return encode(body)
