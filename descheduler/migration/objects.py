@@ -44,6 +44,10 @@ ANNOTATION_WORKLOAD: Final = "descheduler.dev/workload"
 ANNOTATION_WORKLOAD_UID: Final = JOB_WORKLOAD_UID_ANNOTATION
 ANNOTATION_CYCLE: Final = "descheduler.dev/cycle"
 
+# The scheduler side (extender) renews this Lease, in the namespace it shares with the controller,
+# while it answers: the controller's evidence that Reservations are honoured (migration.md §3).
+SCHEDULER_LEASE: Final = "descheduler-scheduler"
+
 Mode = Literal["ReservationFirst", "EvictDirectly"]
 EvictionPolicy = Literal["Eviction", "Delete"]
 JobPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Aborted"]
@@ -272,8 +276,21 @@ class ReservationSpec(ApiModel):
 
 
 class ReservationStatus(ApiModel):
+    """Written by the scheduler side (the extender, or a reservation-aware scheduler) except Expired.
+
+    Pending: created by the migration controller; every model counts its room from then on.
+    Available: the scheduler side's state holds it (`acknowledgedBy`); only then is the pod evicted.
+    Consumed: the scheduler bound an owner pod on the node (`consumedBy`, `consumedByUID`).
+    Failed: the scheduler bound the owner's next pod on another node while this room waited
+    (`consumedBy` names that pod, `message` the node), or the room could not be held.
+    Expired: not consumed within its TTL (the migration controller's sweeper)."""
+
     phase: ReservationPhase = "Pending"
-    consumed_by: str = Field("", description="the pod (namespace/name or name) that took the room")
+    consumed_by: str = Field(
+        "", description="namespace/name of the pod that took the room (Consumed) or went elsewhere (Failed)"
+    )
+    consumed_by_uid: str = Field("", alias="consumedByUID", description="that pod's UID")
+    acknowledged_by: str = Field("", description="the scheduler whose state holds the room (set with Available)")
     reason: str = ""
     message: str = ""
 
