@@ -4,8 +4,10 @@ The answers are the core's (`feasible_mask`, `scores`); what this module adds is
 refused node gets the reason of the first predicate it fails, in scheduling-core.md §2 order, and
 the text is the same for every node refused for the same cause ("insufficient cpu", "taint
 dedicated=gpu:NoSchedule not tolerated"), so kube-scheduler's "0/N nodes are available: …" event
-can count them, as it does for its own plugins. Each reason also says whether preempting pods on
-the node could help (FailedNodes) or not (FailedAndUnresolvableNodes).
+can count them, as it does for its own plugins. No text holds a `%`: kube-scheduler passes the
+reasons through a format string, where "65%" reads "65%!,(MISSING)"; thresholds say "65 percent".
+Each reason also says whether preempting pods on the node could help (FailedNodes) or not
+(FailedAndUnresolvableNodes).
 """
 
 from __future__ import annotations
@@ -196,7 +198,7 @@ def _load(pod: Pod, view: ClusterView, owned: Sequence[Reservation], rows: IntAr
         basis, col = divmod(combined, columns)
         what = "prod " if basis == LOAD_PROD else f"{kind} " if basis == LOAD_AGGREGATED else ""
         resource = table.resources[col]
-        ids.append(out.id(f"load-aware: estimated {what}{resource} usage would exceed {threshold:g}%", True))
+        ids.append(out.id(f"load-aware: estimated {what}{resource} usage would exceed {threshold:g} percent", True))
     _mark_rows(out, where, np.array(ids, dtype=np.int64)[inverse.reshape(-1)])
 
 

@@ -9,7 +9,12 @@ encoding/json writes the Go field names as keys, and kube-scheduler (pkg/schedul
     ExtenderFilterResult {Nodes *v1.NodeList; NodeNames *[]string; FailedNodes FailedNodesMap;
                           FailedAndUnresolvableNodes FailedNodesMap; Error string}
     HostPriority         {Host string; Score int64}    HostPriorityList []HostPriority
+    ExtenderBindingArgs  {PodName string; PodNamespace string; PodUID types.UID; Node string}
+    ExtenderBindingResult {Error string}
     MaxExtenderPriority = 10
+
+With `bindVerb` set, kube-scheduler POSTs ExtenderBindingArgs to `<urlPrefix>/<bindVerb>` and does
+not bind the pod itself: the extender creates the pods/binding.
 
 With `nodeCacheCapable: true` the scheduler sends `NodeNames` (and reads `NodeNames` back);
 otherwise it sends the full `Nodes` list and reads `Nodes` back.
@@ -75,6 +80,21 @@ class HostPriority(msgspec.Struct):
     Score: int
 
 
+class ExtenderBindingArgs(msgspec.Struct):
+    """What the scheduler sends to `bindVerb`: the pod and the node it chose."""
+
+    PodName: str = ""
+    PodNamespace: str = ""
+    PodUID: str = ""
+    Node: str = ""
+
+
+class ExtenderBindingResult(msgspec.Struct):
+    """The answer to `bindVerb`: empty Error when the pod was bound."""
+
+    Error: str = ""
+
+
 class _Envelope(msgspec.Struct):
     """ExtenderArgs with its parts left as raw JSON: each is decoded (and cached) on its own.
     (msgspec.Raw cannot be part of a union: an absent part reads as JSON null.)"""
@@ -105,10 +125,17 @@ class Request:
 
 
 _envelope = msgspec.json.Decoder(_Envelope)
+_binding = msgspec.json.Decoder(ExtenderBindingArgs)
 _names = msgspec.json.Decoder(list[str])
 _node_list = msgspec.json.Decoder(NodeList)
 _named = msgspec.json.Decoder(NamedObject)
 _pod = msgspec.json.Decoder(decode.RawPod)
+
+
+def printable(text: str) -> str:
+    """Text kube-scheduler can show: it passes extender reasons and errors through a Go format string,
+    where a `%` becomes `%!,(MISSING)`, so none is left."""
+    return text.replace("%", " percent") if "%" in text else text
 
 
 def _where(error: msgspec.ValidationError, field: str) -> str:
@@ -177,3 +204,17 @@ def decode_nodes(raw: bytes) -> tuple[list[str], list[msgspec.Raw]]:
     if not all(names):
         raise RequestError("Nodes.items: a node has no metadata.name")
     return names, items
+
+
+def decode_binding(body: bytes) -> ExtenderBindingArgs:
+    """An ExtenderBindingArgs with every field set; anything else is a RequestError naming the field."""
+    try:
+        args = _binding.decode(body)
+    except msgspec.ValidationError as err:
+        raise RequestError(f"body is not an ExtenderBindingArgs object: {_where(err, '$')}") from None
+    except msgspec.DecodeError as err:
+        raise RequestError(f"body is not valid JSON: {err}") from None
+    for field in ("PodName", "PodNamespace", "Node"):
+        if not getattr(args, field):
+            raise RequestError(f"ExtenderBindingArgs.{field} is missing or empty")
+    return args

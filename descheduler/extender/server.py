@@ -1,4 +1,4 @@
-"""The extender's HTTP server: POST <prefix>/filter and <prefix>/prioritize, GET /healthz, /readyz, /metrics.
+"""The extender's HTTP server: POST <prefix>/filter, /prioritize and /bind, GET /healthz, /readyz, /metrics.
 
 The standard library's ThreadingHTTPServer, HTTP/1.1 with keep-alive (kube-scheduler reuses its
 connections). Every request is bounded: a body needs a Content-Length no larger than
@@ -19,7 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from descheduler import metrics
 from descheduler.errors import listen_error
-from descheduler.extender.protocol import RequestError
+from descheduler.extender.protocol import RequestError, printable
 from descheduler.extender.service import Extender
 
 log = logging.getLogger(__name__)
@@ -81,12 +81,12 @@ class ExtenderServer:
 
 def _error(reason: str) -> bytes:
     """An error body; `{"Error": …}` is also what kube-scheduler reads from a filter answer."""
-    return msgspec.json.encode({"Error": reason})
+    return msgspec.json.encode({"Error": printable(reason)})
 
 
 def _handler(owner: ExtenderServer) -> type[BaseHTTPRequestHandler]:
     extender = owner.extender
-    verbs = {"filter": extender.filter, "prioritize": extender.prioritize}
+    verbs = {"filter": extender.filter, "prioritize": extender.prioritize, "bind": extender.bind}
     requests = {(verb, code): metrics.EXTENDER_REQUESTS.labels(verb, code) for verb in verbs for code in ("200",)}
     durations = {verb: metrics.EXTENDER_REQUEST_DURATION.labels(verb) for verb in verbs}
 
@@ -108,7 +108,8 @@ def _handler(owner: ExtenderServer) -> type[BaseHTTPRequestHandler]:
             try:
                 body = self._body()  # read even for a wrong path: the connection stays in step
                 if answer is None:
-                    self._finish("other", 404, _error(f"no such verb {verb!r}: POST .../filter or .../prioritize"))
+                    known = "POST .../filter, .../prioritize or .../bind"
+                    self._finish("other", 404, _error(f"no such verb {verb!r}: {known}"))
                     return
                 code, out = 200, answer(body)
             except RequestError as err:

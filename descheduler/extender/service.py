@@ -3,7 +3,11 @@
 Requests are decoded outside the lock; the decision itself (a few vectorised passes over the
 node table) runs under one lock, which also guards the assumed-pods ledger. Python runs one
 thread at a time anyway, so the lock costs no throughput and keeps every answer consistent.
-A refresher thread rebuilds the state off the request path when the source changed.
+A refresher thread rebuilds the state off the request path when the source changed; Reservation
+changes are written into the current state as they arrive (`apply_reservation`), and only then
+is a Pending Reservation acknowledged, so the migration controller never evicts before the
+answers hold the room. With a `ReservationWriter` the extender also serves kube-scheduler's bind
+verb: it consumes (or fails) the pod's Reservation and binds the pod (`reservations`).
 """
 
 from __future__ import annotations
@@ -23,16 +27,18 @@ from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
 from descheduler.extender.decisions import extender_scores, filter_rows
-from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY, Request, RequestError
+from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY, ExtenderBindingResult, Request, RequestError
+from descheduler.extender.reservations import Acknowledger, BindError, ReservationWriter
 from descheduler.extender.sources import ClusterSource
-from descheduler.extender.state import AssumedPods, Candidates, ClusterState
-from descheduler.model import Pod
+from descheduler.extender.state import AssumedPods, Candidates, ClusterState, apply_reservation
+from descheduler.model import Pod, Reservation
 from descheduler.policy import SchedulingArgs
 from descheduler.scheduling import build_table
 
 log = logging.getLogger(__name__)
 
 POD_CACHE_SIZE = 256
+RECENT_PODS = 4096  # pods asked about, by UID, for the bind verb (kube-scheduler filters before it binds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,7 @@ class Extender:
         timing: RefreshTiming | None = None,
         assumed_ttl: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        writer: ReservationWriter | None = None,
     ) -> None:
         self.source = source
         self._args = args
@@ -71,7 +78,15 @@ class Extender:
         self._rebuild = False  # the arguments changed: rebuild at the next refresh, whatever the timing
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.writer = writer
+        self._acknowledger = Acknowledger(writer) if writer is not None else None
+        # Reservation changes seen (name -> record or None, monotonic time): re-applied to a state
+        # whose snapshot may have been read before them.
+        self._reservation_changes: dict[str, tuple[Reservation | None, float]] = {}
+        self._recent_pods: OrderedDict[str, Pod] = OrderedDict()
+        self._recent_lock = threading.Lock()
         source.watch_bindings(self.observe_binding)
+        source.watch_reservations(self.observe_reservation)
 
     # ---------------------------------------------------------------- state
 
@@ -138,9 +153,11 @@ class Extender:
                 if args is not self._args:
                     return False  # the policy changed while building: the next refresh uses the new one
                 self._assumed.carry_over(state, self._clock())
+                self._carry_reservations(state)
                 self._state = state
                 self._rebuild = False
                 metrics.EXTENDER_ASSUMED_PODS.set(len(self._assumed))
+            self._offer(state, state.table.snapshot.reservations)
             metrics.EXTENDER_REFRESHES.labels("success").inc()
             metrics.EXTENDER_NODES.set(table.size)
             if self._last_error is not None:
@@ -163,10 +180,40 @@ class Extender:
             self._assumed.add(pod, node, self._clock(), state)
             metrics.EXTENDER_ASSUMED_PODS.set(len(self._assumed))
 
+    def observe_reservation(self, name: str, reservation: Reservation | None) -> None:
+        """A Reservation changed (None: deleted): the answering state counts it from now on; a Pending
+        one is then offered for acknowledgement."""
+        with self._lock:
+            self._reservation_changes[name] = (reservation, self._clock())
+            state = self._state
+            if state is not None:
+                apply_reservation(state, name, reservation)
+        if state is not None and reservation is not None:
+            self._offer(state, [reservation])
+
+    def _carry_reservations(self, state: ClusterState) -> None:
+        """Under the lock: changes seen since the new state's snapshot was read, applied to it."""
+        keep = {}
+        for name, (reservation, seen) in self._reservation_changes.items():
+            if seen >= state.taken_at:
+                keep[name] = (reservation, seen)
+                apply_reservation(state, name, reservation)
+        self._reservation_changes = keep
+
+    def _offer(self, state: ClusterState, reservations: Sequence[Reservation]) -> None:
+        """Pending Reservations the state holds room for (their node is in its table) go to be acknowledged."""
+        if self._acknowledger is None:
+            return
+        index = state.table.index
+        held = [r for r in reservations if r.phase == "Pending" and r.holds_room and r.node_name in index]
+        self._acknowledger.offer(held)
+
     # ---------------------------------------------------------------- refresher thread
 
     def start(self, poll: float = 0.1) -> Extender:
         """Refresh in the background (every `poll` seconds the source's generation is checked)."""
+        if self._acknowledger is not None:
+            self._acknowledger.start()
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, args=(poll,), name="extender-refresh", daemon=True)
@@ -178,6 +225,8 @@ class Extender:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        if self._acknowledger is not None:
+            self._acknowledger.stop(timeout)
 
     def _run(self, poll: float) -> None:
         while not self._stop.is_set():
@@ -199,7 +248,7 @@ class Extender:
             passed[candidates.positions if candidates.positions is not None else slice(None)] = decision.passed
             refused = ~decision.passed
             failed_rows, reasons = candidates.rows[refused], decision.reason[refused]
-            texts = [msgspec.json.encode(text) for text in decision.reasons]
+            texts = [msgspec.json.encode(protocol.printable(text)) for text in decision.reasons]
             hopeless = np.array(decision.unresolvable, dtype=np.bool_)[reasons]
             failed = _failed_map(state, failed_rows[~hopeless], reasons[~hopeless], texts)
             extra = [(q, texts[decision.steered]) for _, q in candidates.unknown] if decision.steered >= 0 else []
@@ -226,6 +275,52 @@ class Extender:
                 merged[position] = b'{"Host":' + quoted + b',"Score":0}'
             pieces = merged
         return b"[" + b",".join(pieces.tolist()) + b"]"
+
+    def bind(self, body: bytes) -> bytes:
+        """An ExtenderBindingArgs body in, an ExtenderBindingResult body out: the pod's Reservation is
+        consumed (or failed), then the pod bound; any failure is the result's Error."""
+        args = protocol.decode_binding(body)
+        key = f"{args.PodNamespace}/{args.PodName}"
+        if self.writer is None:
+            error = "this extender answers from a snapshot file: it cannot bind pods"
+        else:
+            pod = self._bound_pod(args.PodUID, args.PodNamespace, args.PodName)
+            if pod is None:
+                error = f"pod {key} is unknown to the extender (not asked about, not in its cache)"
+            else:
+                try:
+                    self.writer.bind(pod, args.Node, self._wrote_reservation)
+                    error = ""
+                except BindError as err:
+                    error = str(err)
+        if error:
+            log.info("extender: bind %s to %s: %s", key, args.Node, error)
+        return msgspec.json.encode(ExtenderBindingResult(Error=protocol.printable(error)))
+
+    def _wrote_reservation(self, raw: dict[str, object]) -> None:
+        """The bind verb consumed or failed a Reservation: the state stops counting its room at once."""
+        from descheduler.extender.reservations import ReservationRecord
+
+        record = ReservationRecord.of(dict(raw))
+        self.observe_reservation(record.name, record.reservation)
+
+    def _bound_pod(self, uid: str, namespace: str, name: str) -> Pod | None:
+        """The pod kube-scheduler binds: as it was sent to filter (by UID), else from the source."""
+        with self._recent_lock:
+            pod = self._recent_pods.get(uid) if uid else None
+        if pod is not None and (pod.namespace, pod.name) == (namespace, name):
+            return pod
+        found = self.source.pod(namespace, name)
+        return found if found is not None and (not uid or found.uid in ("", uid)) else None
+
+    def _remember_pod(self, pod: Pod) -> None:
+        if not pod.uid:
+            return
+        with self._recent_lock:
+            self._recent_pods[pod.uid] = pod
+            self._recent_pods.move_to_end(pod.uid)
+            while len(self._recent_pods) > RECENT_PODS:
+                self._recent_pods.popitem(last=False)
 
     @contextmanager
     def _answer(self, body: bytes) -> Iterator[tuple[Request, ClusterState, Candidates]]:
@@ -276,6 +371,7 @@ class Extender:
             self._pods[raw] = pod
             if len(self._pods) > POD_CACHE_SIZE:
                 self._pods.popitem(last=False)
+            self._remember_pod(pod)
         return pod
 
 

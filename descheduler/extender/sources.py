@@ -1,8 +1,8 @@
 """Where the extender's view of the cluster comes from: a snapshot file, or the list-watch cache.
 
-A source answers three questions cheaply — is it ready, has anything changed (`generation`), and
-which pods were just bound — and one expensively: `snapshot()`, which the extender calls at most
-once per refresh interval and only when the generation moved.
+A source answers a few questions cheaply — is it ready, has anything changed (`generation`), which
+pods were just bound, which Reservations just changed — and one expensively: `snapshot()`, which
+the extender calls at most once per refresh interval and only when the generation moved.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from descheduler.model import Pod
+from descheduler.model import Pod, Reservation
 from descheduler.snapshot import Snapshot, load_snapshot
 
 BindingHook = Callable[[Pod, str], None]
+ReservationHook = Callable[[str, Reservation | None], None]
+RESERVATIONS = "reservations.descheduler.dev"
 
 
 class ClusterSource(Protocol):
@@ -32,6 +34,12 @@ class ClusterSource(Protocol):
 
     def watch_bindings(self, hook: BindingHook) -> None:
         """Call `hook(pod, node)` as soon as the source sees a pod bound to a node."""
+
+    def watch_reservations(self, hook: ReservationHook) -> None:
+        """Call `hook(name, reservation or None when deleted)` as soon as the source sees a change."""
+
+    def pod(self, namespace: str, name: str) -> Pod | None:
+        """The pod as the source last saw it, if it knows it."""
 
 
 class SnapshotFileSource:
@@ -61,6 +69,12 @@ class SnapshotFileSource:
     def watch_bindings(self, hook: BindingHook) -> None:
         """A file reports no bindings."""
 
+    def watch_reservations(self, hook: ReservationHook) -> None:
+        """A file reports no changes as they happen: a changed file is a new snapshot."""
+
+    def pod(self, namespace: str, name: str) -> Pod | None:
+        return None
+
 
 class _Cache(Protocol):
     """The part of `descheduler.kube.cache.ClusterCache` a CacheSource uses."""
@@ -73,13 +87,16 @@ class _Cache(Protocol):
 
     def snapshot(self, now: datetime, load: Any = None) -> Snapshot: ...
 
+    def get(self, kind: str, key: str) -> Any: ...
+
 
 class CacheSource:
     """The list-watch cache plus a load reader.
 
     Every applied cache event moves the generation; the load reading (an API or Prometheus query
     per call) is taken again at most every `load_interval` seconds, since metrics change only as
-    often as they are reported. Pod events that bind a pod go to the binding hooks at once.
+    often as they are reported. Pod events that bind a pod go to the binding hooks at once, and
+    every Reservation change to the reservation hooks.
     """
 
     def __init__(
@@ -101,6 +118,7 @@ class CacheSource:
         self._load: Any = None
         self._load_at: float | None = None
         self._hooks: list[BindingHook] = []
+        self._reservation_hooks: list[ReservationHook] = []
         cache.add_listener(self._on_event)
 
     def not_ready(self) -> str | None:
@@ -125,8 +143,22 @@ class CacheSource:
         with self._lock:
             self._hooks = [*self._hooks, hook]
 
+    def watch_reservations(self, hook: ReservationHook) -> None:
+        with self._lock:
+            self._reservation_hooks = [*self._reservation_hooks, hook]
+
+    def pod(self, namespace: str, name: str) -> Pod | None:
+        found: Pod | None = self.cache.get("pods", f"{namespace}/{name}")
+        return found
+
     def _on_event(self, event: Any) -> None:
         self._changes += 1
+        if event.kind == RESERVATIONS:
+            record: Reservation | None = event.new
+            name = record.name if record is not None else event.old.name
+            for reservation_hook in self._reservation_hooks:
+                reservation_hook(name, record)
+            return
         if event.kind != "pods" or event.new is None:
             return
         new: Pod = event.new

@@ -7,8 +7,9 @@ so answering a request is NumPy indexing and one `bytes.join`, never a loop over
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -17,7 +18,7 @@ import numpy.typing as npt
 
 from descheduler.extender.decisions import NodeFacts
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
-from descheduler.model import Pod
+from descheduler.model import MigrationJob, Pod, Reservation
 from descheduler.scheduling.table import IntArray, NodeTable
 from descheduler.scheduling.view import ClusterView
 
@@ -156,3 +157,64 @@ class AssumedPods:
 def _place(state: ClusterState, pod: Pod, node: str) -> None:
     if node in state.table.index and pod.key not in state.view.location:
         state.view.place(pod, node)
+
+
+def apply_reservation(state: ClusterState, name: str, new: Reservation | None) -> bool:
+    """Make the state's Reservation `name` be `new` (None: gone) at once, as a rebuild would count it:
+    the room it holds on its node, the estimate of the pod it stands in for, and the job-in-flight
+    estimate a Reservation replaces on its target (scheduling-core.md §4). True when anything changed."""
+    table = state.table
+    snapshot = table.snapshot
+    old = next((r for r in snapshot.reservations if r.name == name), None)
+    if old == new:
+        return False
+    kept = tuple(r for r in snapshot.reservations if r.name != name)
+    after = kept if new is None else (*kept, new)
+    touched = {r.node_name for r in (old, new) if r is not None}
+    jobs = [j for j in snapshot.jobs if j.active and j.target_node in touched and j.target_node in table.index]
+    moving = _moving_pods(snapshot.pods, jobs) if jobs else {}
+    before = [_job_covered(j, moving, snapshot.reservations, table.index) for j in jobs]
+    _count(state, old, -1)
+    _count(state, new, 1)
+    table.snapshot = dataclasses.replace(snapshot, reservations=after)
+    for job, was in zip(jobs, before, strict=True):
+        now = _job_covered(job, moving, after, table.index)
+        pod = moving.get(f"{job.pod.namespace}/{job.pod.name}")
+        if now is None or was is None or now == was or pod is None:
+            continue
+        load = table.load_of(pod)
+        incoming = np.maximum(load.usage, load.estimate) * (-1 if now else 1)
+        row = table.index[job.target_node]
+        for arrays in (table, state.view):
+            arrays.usage[row] += incoming
+            arrays.estimated[row] += incoming
+    return True
+
+
+def _moving_pods(pods: Sequence[Pod], jobs: Sequence[MigrationJob]) -> dict[str, Pod]:
+    keys = {f"{j.pod.namespace}/{j.pod.name}" for j in jobs}
+    return {p.key: p for p in pods if p.key in keys}
+
+
+def _job_covered(
+    job: MigrationJob, moving: dict[str, Pod], reservations: Sequence[Reservation], index: dict[str, int]
+) -> bool | None:
+    """Whether a Reservation of the job's pod on its target stands in for the pod (None: the rebuild
+    counts no estimate for this job on its target either way)."""
+    pod = moving.get(f"{job.pod.namespace}/{job.pod.name}")
+    if pod is None or pod.deleting or pod.terminal or pod.node_name not in index:
+        return None
+    return any(r.holds_room and r.node_name == job.target_node and r.owned_by(pod) for r in reservations)
+
+
+def _count(state: ClusterState, reservation: Reservation | None, sign: int) -> None:
+    table = state.table
+    if reservation is None or not reservation.holds_room or reservation.node_name not in table.index:
+        return
+    row = table.index[reservation.node_name]
+    table.reserved[row] += sign * table.vector(reservation.resources)
+    incoming = sign * table.reservation_estimate(reservation)
+    for arrays in (table, state.view):
+        arrays.usage[row] += incoming
+        arrays.estimated[row] += incoming
+        arrays.aggregated[row] += incoming

@@ -116,7 +116,7 @@ def _category(scalar: str) -> str:
     resource, _, threshold = rest.partition(" would reach ")
     percent = threshold.rsplit("threshold ", 1)[1]
     what = "prod " if basis.startswith("prod") else ""
-    return f"load-aware: estimated {what}{resource} usage would exceed {percent}"
+    return f"load-aware: estimated {what}{resource} usage would exceed {percent.removesuffix('%')} percent"
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

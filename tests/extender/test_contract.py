@@ -31,7 +31,7 @@ from tests.builders import NOW, loaded_node, node, node_metrics, pod, reservatio
 from .conftest import Client, extender_args, kube_pod
 
 Serve = Callable[..., tuple[Extender, Client]]
-LOAD = "load-aware: estimated cpu usage would exceed 65%"
+LOAD = "load-aware: estimated cpu usage would exceed 65 percent"
 ALL = ["cool", "warm", "fresh", "hot", "stale", "cordoned", "notready", "gpu", "full", "held"]
 
 
@@ -199,7 +199,7 @@ def test_prod_and_aggregated_thresholds_name_their_basis(serve: Serve) -> None:
     prod = kube_pod("web-prod", priorityClassName="koord-prod", priority=9500)
     _, body = client.post("filter", extender_args(prod, ["cool", "fresh"]))
     # No prod pod runs on cool: 0 + 0.85 of 8 cpu = 10.6% > 10%.
-    assert body["FailedAndUnresolvableNodes"] == {"cool": "load-aware: estimated prod cpu usage would exceed 10%"}
+    assert body["FailedAndUnresolvableNodes"] == {"cool": "load-aware: estimated prod cpu usage would exceed 10 percent"}
 
 
 def test_the_full_node_list_is_answered_in_kind_when_not_node_cache_capable(serve: Serve) -> None:
@@ -267,7 +267,7 @@ def test_request_size_and_framing_limits(serve: Serve) -> None:
     assert client.request("POST", "/filter", b"{}", {"Content-Length": "abc"})[0] == 411
     status, body = client.request("POST", "/filter", b"x" * 9 * 2**20)
     assert status == 413 and b"exceeds the limit" in body
-    status, body = client.request("POST", "/bind", extender_args(kube_pod("p"), ["cool"]))
+    status, body = client.request("POST", "/preempt", extender_args(kube_pod("p"), ["cool"]))
     assert status == 404 and b"no such verb" in body
     # The server is still there for the next, well-formed request.
     assert client.post("filter", extender_args(kube_pod("p"), ["cool"]))[0] == 200

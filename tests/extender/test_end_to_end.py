@@ -227,7 +227,7 @@ def test_new_pods_avoid_the_hot_nodes_and_a_burst_stops_at_the_threshold(harness
     waiting = harness.cluster.scheduler.unschedulable
     assert len(waiting) == 2
     for why in waiting.values():
-        assert why == "0/4 nodes are available: 4 load-aware: estimated cpu usage would exceed 65%", why
+        assert why == "0/4 nodes are available: 4 load-aware: estimated cpu usage would exceed 65 percent", why
 
 
 def test_a_replacement_pod_lands_on_its_reservation(harness: Harness) -> None:

@@ -97,5 +97,5 @@ def test_when_every_node_is_refused_the_reasons_are_counted(store: Store, extend
     scheduler = Scheduler(store, extender=ExtenderConfig(url_prefix=extender_url))
     assert scheduler.step(T0) == []
     assert scheduler.unschedulable["default/big"] == (
-        "0/2 nodes are available: 2 load-aware: estimated cpu usage would exceed 65%"
+        "0/2 nodes are available: 2 load-aware: estimated cpu usage would exceed 65 percent"
     )

@@ -73,7 +73,7 @@ def test_assumed_pods_count_in_the_load_filter(tmp_path: Path) -> None:
         extender.observe_binding(as_pod(kube_pod(f"web-{i}"), "a"), "a")
     answer = json.loads(extender.filter(extender_args(kube_pod("web-next"), ["a", "b"])))
     assert answer["NodeNames"] == ["b"]
-    assert answer["FailedAndUnresolvableNodes"] == {"a": "load-aware: estimated cpu usage would exceed 65%"}
+    assert answer["FailedAndUnresolvableNodes"] == {"a": "load-aware: estimated cpu usage would exceed 65 percent"}
 
 
 def test_a_snapshot_that_shows_the_binding_replaces_the_assumption(tmp_path: Path) -> None:

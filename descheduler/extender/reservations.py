@@ -1,0 +1,295 @@
+"""The scheduler side of the Reservation contract (migration.md §3, `ReservationStatus`).
+
+- Acknowledge: once the state the extender answers from holds a Pending Reservation, mark it
+  `Available` with `acknowledgedBy`; the migration controller evicts only after that.
+- Consume at binding: an owner pod bound on a Reservation's node takes it (`Consumed`,
+  `consumedBy`, `consumedByUID`), allocate-once by resourceVersion: of two pods racing for one
+  Reservation, one wins and the other, on 409, reads again and takes the next one or none.
+- Fail at binding: an owner pod bound elsewhere while the owner's room waited fails the oldest
+  Available Reservation of that owner (`Failed`, reason `ReplacementElsewhere`), so the controller
+  decides its job at once instead of at the TTL.
+
+`choose_for_binding` decides (pure); `ReservationWriter` reads and writes the API.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import msgspec
+
+from descheduler import decode
+from descheduler.errors import ClusterUnreachableError
+from descheduler.kube.client import KubeApiError, KubeClient
+from descheduler.migration.objects import API_VERSION, RESERVATIONS
+from descheduler.model import Pod, Reservation
+
+log = logging.getLogger(__name__)
+
+RESERVATIONS_PATH: Final = f"/apis/{API_VERSION}/{RESERVATIONS}"
+REPLACEMENT_ELSEWHERE: Final = "ReplacementElsewhere"
+CONFLICT_RETRIES: Final = 5
+_EPOCH: Final = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationRecord:
+    """A Reservation as read from the API: the core's record, its age and version, the raw object."""
+
+    reservation: Reservation
+    created: datetime
+    resource_version: str
+    raw: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.reservation.name
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> ReservationRecord:
+        meta = raw.get("metadata") or {}
+        reservation = decode.reservation_from_raw(msgspec.convert(raw, decode.RawReservation))
+        stamp = str(meta.get("creationTimestamp") or "")
+        try:
+            created = datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else _EPOCH
+        except ValueError:
+            created = _EPOCH
+        return cls(reservation, created, str(meta.get("resourceVersion") or ""), raw)
+
+
+@dataclass(frozen=True, slots=True)
+class BindingChoice:
+    """What binding a pod does to Reservations: take one, fail one, or neither."""
+
+    consume: ReservationRecord | None = None
+    fail: ReservationRecord | None = None
+
+
+def _age(record: ReservationRecord) -> tuple[datetime, str]:
+    return (record.created, record.name)
+
+
+def choose_for_binding(pod: Pod, node: str, records: Iterable[ReservationRecord]) -> BindingChoice:
+    """The oldest unconsumed Reservation the pod owns on `node` is consumed; when it owns none there,
+    the oldest unconsumed Available one it owns elsewhere is failed (its replacement went elsewhere).
+    A Pending one elsewhere is left alone: its pod has not been evicted, so this is not its replacement."""
+    owned = sorted((r for r in records if r.reservation.holds_room and r.reservation.owned_by(pod)), key=_age)
+    here = [r for r in owned if r.reservation.node_name == node]
+    if here:
+        return BindingChoice(consume=here[0])
+    waiting = [r for r in owned if r.reservation.phase == "Available"]
+    return BindingChoice(fail=waiting[0] if waiting else None)
+
+
+def consumed_status(status: dict[str, Any], pod: Pod, node: str) -> dict[str, Any]:
+    return {
+        **status,
+        "phase": "Consumed",
+        "consumedBy": pod.key,
+        "consumedByUID": pod.uid,
+        "message": f"pod {pod.key} was bound to node {node}",
+    }
+
+
+def failed_status(status: dict[str, Any], pod: Pod, node: str) -> dict[str, Any]:
+    return {
+        **status,
+        "phase": "Failed",
+        "reason": REPLACEMENT_ELSEWHERE,
+        "consumedBy": pod.key,
+        "consumedByUID": pod.uid,
+        "message": f"replacement {pod.key} was bound to node {node}",
+    }
+
+
+def acknowledged_status(status: dict[str, Any], identity: str) -> dict[str, Any]:
+    return {**status, "phase": "Available", "acknowledgedBy": identity}
+
+
+def same_room(a: Reservation, b: Reservation) -> bool:
+    """The same held room (node, resources, owners), whatever the phase."""
+    return (a.node_name, a.resources, a.owners) == (b.node_name, b.resources, b.owners)
+
+
+class BindError(Exception):
+    """Binding could not be done; the text goes back to kube-scheduler."""
+
+
+class ReservationWriter:
+    """Reads and writes Reservations and pods/binding through the API, as `identity`."""
+
+    def __init__(self, client: KubeClient, identity: str) -> None:
+        self.client = client
+        self.identity = identity
+
+    # ---------------------------------------------------------------- reads and writes
+
+    def _get(self, name: str) -> dict[str, Any] | None:
+        try:
+            found: dict[str, Any] = msgspec.json.decode(self.client.request("GET", f"{RESERVATIONS_PATH}/{name}"))
+        except KubeApiError as err:
+            if err.status == 404:
+                return None
+            raise
+        return found
+
+    def _list(self) -> list[ReservationRecord]:
+        listed = msgspec.json.decode(self.client.request("GET", RESERVATIONS_PATH))
+        records = []
+        for raw in listed.get("items") or ():
+            try:
+                records.append(ReservationRecord.of(raw))
+            except (msgspec.ValidationError, decode.DecodeError) as err:
+                name = (raw.get("metadata") or {}).get("name")
+                log.info("extender: skipping unreadable Reservation %s: %s", name, err)
+        return records
+
+    def _write_status(self, raw: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """PUT the status subresource with the object's resourceVersion: a stale write is a 409."""
+        body = {**raw, "status": status}
+        name = raw["metadata"]["name"]
+        written: dict[str, Any] = msgspec.json.decode(
+            self.client.request("PUT", f"{RESERVATIONS_PATH}/{name}/status", body=body)
+        )
+        return written
+
+    # ---------------------------------------------------------------- acknowledge
+
+    def acknowledge(self, name: str, held: Reservation) -> bool:
+        """Mark Reservation `name` Available if it is still Pending and still the room `held` (what the
+        state holds); True when it is Available (by us or another replica) afterwards."""
+        for _ in range(CONFLICT_RETRIES):
+            raw = self._get(name)
+            if raw is None:
+                return False
+            record = ReservationRecord.of(raw)
+            if record.reservation.phase != "Pending":
+                return record.reservation.phase == "Available"
+            if not same_room(record.reservation, held):
+                return False  # replaced since the state took it: the new one's event will come
+            try:
+                self._write_status(raw, acknowledged_status(dict(raw.get("status") or {}), self.identity))
+            except KubeApiError as err:
+                if err.status in (404, 409):
+                    continue
+                raise
+            log.info("extender: acknowledged Reservation %s on node %s", name, held.node_name)
+            return True
+        return False
+
+    # ---------------------------------------------------------------- bind
+
+    def bind(self, pod: Pod, node: str, on_written: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """Consume or fail the pod's Reservation as `choose_for_binding` says, then bind the pod to `node`.
+
+        Raises BindError with the reason; `on_written` sees each Reservation written."""
+        try:
+            written = self._settle(pod, node)
+            if written is not None and on_written is not None:
+                on_written(written[1])
+            try:
+                self._bind(pod, node)
+            except KubeApiError as err:
+                if written is not None and written[0] == "Consumed":
+                    self._release(written[1], pod)
+                raise BindError(f"binding {pod.key} to {node}: {err}") from None
+        except (KubeApiError, ClusterUnreachableError) as err:
+            raise BindError(str(err)) from None
+
+    def _settle(self, pod: Pod, node: str) -> tuple[str, dict[str, Any]] | None:
+        for _ in range(CONFLICT_RETRIES):
+            choice = choose_for_binding(pod, node, self._list())
+            record = choice.consume or choice.fail
+            if record is None:
+                return None
+            status = dict(record.raw.get("status") or {})
+            new = consumed_status(status, pod, node) if choice.consume else failed_status(status, pod, node)
+            try:
+                written = self._write_status(record.raw, new)
+            except KubeApiError as err:
+                if err.status in (404, 409):
+                    continue  # taken, failed or deleted meanwhile: read again and choose again
+                raise
+            log.info("extender: Reservation %s %s by %s on node %s", record.name, new["phase"], pod.key, node)
+            return str(new["phase"]), written
+        raise BindError(f"Reservations of {pod.key} kept changing: gave up after {CONFLICT_RETRIES} conflicts")
+
+    def _release(self, raw: dict[str, Any], pod: Pod) -> None:
+        """The binding failed after the pod took the room: give it back (best effort)."""
+        status = {k: v for k, v in (raw.get("status") or {}).items() if k not in ("consumedBy", "consumedByUID")}
+        status["phase"] = "Available" if status.get("acknowledgedBy") else "Pending"
+        status.pop("message", None)
+        try:
+            self._write_status(raw, status)
+        except (KubeApiError, ClusterUnreachableError) as err:
+            log.warning(
+                "extender: could not give back Reservation %s after %s failed to bind: %s",
+                raw["metadata"]["name"],
+                pod.key,
+                err,
+            )
+
+    def _bind(self, pod: Pod, node: str) -> None:
+        metadata: dict[str, str] = {"name": pod.name, "namespace": pod.namespace}
+        if pod.uid:
+            metadata["uid"] = pod.uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        self.client.request("POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding", body=body)
+
+
+class Acknowledger:
+    """Acknowledges Reservations off the watch thread: `offer` queues, a worker writes."""
+
+    def __init__(self, writer: ReservationWriter) -> None:
+        self.writer = writer
+        self._queue: dict[str, Reservation] = {}
+        self._cond = threading.Condition()
+        self._stop = False
+        self._thread: threading.Thread | None = None
+
+    def offer(self, reservations: Sequence[Reservation]) -> None:
+        if not reservations:
+            return
+        with self._cond:
+            for reservation in reservations:
+                self._queue[reservation.name] = reservation
+            self._cond.notify()
+
+    def start(self) -> Acknowledger:
+        if self._thread is None:
+            self._stop = False
+            self._thread = threading.Thread(target=self._run, name="extender-acknowledge", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stop:
+                    self._cond.wait()
+                if self._stop:
+                    return
+                name, held = next(iter(self._queue.items()))
+                del self._queue[name]
+            try:
+                self.writer.acknowledge(name, held)
+            except Exception as err:  # the next refresh offers it again
+                log.warning("extender: acknowledging Reservation %s failed: %s", name, err)
