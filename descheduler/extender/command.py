@@ -1,7 +1,10 @@
 """`descheduler extender`: the extender process (the list-watch cache or a snapshot file, the HTTP server).
 
 No leader election: every replica answers from its own cache, so any number can sit behind the
-Service kube-scheduler calls. SIGTERM/SIGINT stop the server (in-flight requests finish) and the
+Service kube-scheduler calls. Against a cluster, each replica also acknowledges Pending
+Reservations once its state holds them, serves the bind verb, and renews the scheduler Lease
+(`SCHEDULER_LEASE`, a heartbeat every replica shares) while it is ready.
+SIGTERM/SIGINT stop the server (in-flight requests finish) and the
 process exits 0. The policy file is re-read every few seconds; new `scheduling` arguments apply
 from the next refresh (a changed `loadSource` needs a restart, and says so).
 """
@@ -9,6 +12,7 @@ from the next refresh (a changed `loadSource` needs a restart, and says so).
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,10 +28,13 @@ import typer
 from descheduler.controller.health import check_listen
 from descheduler.controller.reload import PolicyFile
 from descheduler.errors import InputError, NoClusterConfigError
+from descheduler.extender.lease import SchedulerLease
+from descheduler.extender.reservations import ReservationWriter
 from descheduler.extender.server import DEFAULT_MAX_BODY, DEFAULT_PORT, ExtenderServer
 from descheduler.extender.service import Extender, RefreshTiming
 from descheduler.extender.sources import CacheSource, ClusterSource, SnapshotFileSource
 from descheduler.kube.cli import ContextOption, KubeconfigOption
+from descheduler.kube.client import KubeClient
 from descheduler.policy import Policy, default_policy
 
 log = structlog.get_logger(__name__)
@@ -54,13 +61,22 @@ class ExtenderOptions:
     refresh_interval: float = 1.0
     load_interval: float = 15.0
     max_body: int = DEFAULT_MAX_BODY
+    identity: str = ""  # default: the host name (the pod's name in a cluster)
+    lease_namespace: str = ""  # default: the pod's namespace
 
 
 @contextmanager
 def cluster_source(policy: Policy, options: ExtenderOptions) -> Iterator[ClusterSource]:
     """The snapshot file when given, else the list-watch cache and the policy's load reader."""
+    with cluster_connection(policy, options) as (source, _):
+        yield source
+
+
+@contextmanager
+def cluster_connection(policy: Policy, options: ExtenderOptions) -> Iterator[tuple[ClusterSource, KubeClient | None]]:
+    """`cluster_source`, and the client it reads with (None for a snapshot file) for the writes."""
     if options.snapshot is not None:
-        yield SnapshotFileSource(options.snapshot)
+        yield SnapshotFileSource(options.snapshot), None
         return
     from descheduler.kube.cache import ClusterCache
     from descheduler.kube.client import connect
@@ -79,7 +95,7 @@ def cluster_source(policy: Policy, options: ExtenderOptions) -> Iterator[Cluster
     source = CacheSource(cache, read_load, load_interval=options.load_interval)
     cache.start()
     try:
-        yield source
+        yield source, client
     finally:
         cache.stop()
         reader.close()
@@ -93,12 +109,24 @@ def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
     if options.snapshot is not None:
         SnapshotFileSource(options.snapshot).snapshot()  # a bad file is an error now, not a 500 on every request
     check_listen(options.host, options.port)  # a port in use: say so before connecting to the cluster
-    with cluster_source(policy, options) as source:
-        extender = Extender(source, policy.scheduling, timing=RefreshTiming(interval=options.refresh_interval))
+    identity = options.identity or socket.gethostname()
+    with cluster_connection(policy, options) as (source, client):
+        writer = ReservationWriter(client, identity) if client is not None else None
+        timing = RefreshTiming(interval=options.refresh_interval)
+        extender = Extender(source, policy.scheduling, timing=timing, writer=writer)
         server = ExtenderServer(extender, options.host, options.port, max_body=options.max_body)
+        lease = None
+        if client is not None:
+            from descheduler.controller.command import pod_namespace  # `run`'s choice, imported only here
+
+            lease = SchedulerLease(
+                client, options.lease_namespace or pod_namespace(), identity, ready=lambda: extender.not_ready() is None
+            )
         stop = threading.Event()
         extender.start()
         server.start()
+        if lease is not None:
+            lease.start()
         log.info(
             "extender serving",
             address=f"{options.host}:{server.port}",
@@ -112,6 +140,8 @@ def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
         with _signals(lambda: stop.set()):
             stop.wait()
         log.info("extender stopping")
+        if lease is not None:
+            lease.stop()
         server.stop()
         extender.stop()
     return 0
@@ -169,9 +199,15 @@ def extender_command(
     max_request_bytes: Annotated[
         int, typer.Option("--max-request-bytes", help="largest request body accepted (413 above)")
     ] = DEFAULT_MAX_BODY,
+    identity: Annotated[
+        str, typer.Option("--identity", help="who acknowledges Reservations and renews the Lease (default: hostname)")
+    ] = "",
+    lease_namespace: Annotated[
+        str, typer.Option("--lease-namespace", help="namespace of the scheduler Lease (default: the pod's namespace)")
+    ] = "",
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
 ) -> None:
-    """Serve the kube-scheduler HTTP extender (filter and prioritize) with the load-aware scheduling core."""
+    """Serve the kube-scheduler HTTP extender (filter, prioritize, bind) with the load-aware scheduling core."""
     from descheduler.controller.cli import check_log_level
     from descheduler.controller.logs import configure_logging
 
@@ -195,5 +231,7 @@ def extender_command(
         refresh_interval=refresh_interval,
         load_interval=load_interval,
         max_body=max_request_bytes,
+        identity=identity,
+        lease_namespace=lease_namespace,
     )
     raise typer.Exit(run_extender(policy, options))

@@ -196,12 +196,13 @@ class ReservationWriter:
                 self._bind(pod, node)
             except KubeApiError as err:
                 if written is not None and written[0] == "Consumed":
-                    self._release(written[1], pod)
+                    self._release(written[1], written[2], pod)
                 raise BindError(f"binding {pod.key} to {node}: {err}") from None
         except (KubeApiError, ClusterUnreachableError) as err:
             raise BindError(str(err)) from None
 
-    def _settle(self, pod: Pod, node: str) -> tuple[str, dict[str, Any]] | None:
+    def _settle(self, pod: Pod, node: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        """(the phase written, the Reservation written, its status before), or None: nothing to write."""
         for _ in range(CONFLICT_RETRIES):
             choice = choose_for_binding(pod, node, self._list())
             record = choice.consume or choice.fail
@@ -216,14 +217,12 @@ class ReservationWriter:
                     continue  # taken, failed or deleted meanwhile: read again and choose again
                 raise
             log.info("extender: Reservation %s %s by %s on node %s", record.name, new["phase"], pod.key, node)
-            return str(new["phase"]), written
+            return str(new["phase"]), written, status
         raise BindError(f"Reservations of {pod.key} kept changing: gave up after {CONFLICT_RETRIES} conflicts")
 
-    def _release(self, raw: dict[str, Any], pod: Pod) -> None:
-        """The binding failed after the pod took the room: give it back (best effort)."""
-        status = {k: v for k, v in (raw.get("status") or {}).items() if k not in ("consumedBy", "consumedByUID")}
-        status["phase"] = "Available" if status.get("acknowledgedBy") else "Pending"
-        status.pop("message", None)
+    def _release(self, raw: dict[str, Any], status: dict[str, Any], pod: Pod) -> None:
+        """The binding failed after the pod took the room: give it back as it was (best effort; a
+        conflict means someone else changed it since, and their word stands)."""
         try:
             self._write_status(raw, status)
         except (KubeApiError, ClusterUnreachableError) as err:

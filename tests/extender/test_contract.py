@@ -77,6 +77,14 @@ def test_filter_answers_an_extender_filter_result_with_every_refusal_and_its_rea
     }
 
 
+def test_no_refusal_or_error_holds_a_percent_sign(serve: Serve) -> None:
+    """kube-scheduler formats extender reasons with Go's fmt: "65%" would read "65%!,(MISSING)"."""
+    _, client = serve(cluster())
+    answer = client.request("POST", "/filter", extender_args(kube_pod("web-new"), ALL))[1]
+    assert b"load-aware" in answer and b"%" not in answer
+    assert b"%" not in client.request("POST", "/filter", b'{"Pod": "100%"}')[1]
+
+
 def test_the_filter_answer_decodes_as_the_upstream_shape(serve: Serve) -> None:
     _, client = serve(cluster())
     status, raw = client.request("POST", "/filter", extender_args(kube_pod("web-new"), ALL))

@@ -1,0 +1,309 @@
+"""The scheduler side of the Reservation contract, against the fake API server: the extender
+acknowledges a Pending Reservation only once its answers hold the room, the bind verb consumes
+allocate-once or fails the owner's oldest waiting Reservation, and the scheduler Lease is kept."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from descheduler.extender import CacheSource, Extender, ExtenderServer, RefreshTiming
+from descheduler.extender.command import EXTENDER_KINDS
+from descheduler.extender.lease import SchedulerLease
+from descheduler.extender.reservations import BindError, ReservationWriter
+from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
+from descheduler.migration.objects import SCHEDULER_LEASE
+from descheduler.model import OwnerRef, Pod
+from descheduler.policy import default_policy
+from descheduler.sim.apiserver import FakeApiServer, Store
+
+from .conftest import Client, extender_args
+
+NS = "shop"
+RESERVATIONS = "reservations.descheduler.dev"
+FAST_RETRY = RetryPolicy(max_retries=2, backoff_base=0.01, backoff_cap=0.05)
+NEVER = RefreshTiming(interval=3600.0, max_age=3600.0)  # no rebuild after the first one
+
+
+def _node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _pod(name: str, app: str = "web", cpu: str = "1") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "uid": f"uid-{name}",
+            "labels": {"app": app},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": f"uid-rs-{app}", "controller": True}
+            ],
+        },
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def _reservation(name: str, node: str, cpu: str = "3", phase: str = "Available", created: str = "") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if created:
+        meta["creationTimestamp"] = created
+    return {
+        "apiVersion": "descheduler.dev/v1alpha1",
+        "kind": "Reservation",
+        "metadata": meta,
+        "spec": {
+            "nodeName": node,
+            "resources": {"cpu": cpu, "memory": "1Gi", "pods": "1"},
+            "owners": [
+                {"controller": {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "uid-rs-web"}}
+            ],
+        },
+        "status": {"phase": phase},
+    }
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.002)
+
+
+@dataclass
+class Side:
+    server: FakeApiServer
+    client: KubeClient
+    cache: ClusterCache
+    extender: Extender
+    http: ExtenderServer
+
+    @property
+    def store(self) -> Store:
+        return self.server.store
+
+    def status(self, name: str) -> dict[str, Any]:
+        return dict(self.store.get(RESERVATIONS, name).get("status") or {})
+
+    def bind(self, pod: str, node: str) -> dict[str, Any]:
+        body = json.dumps({"PodName": pod, "PodNamespace": NS, "PodUID": f"uid-{pod}", "Node": node}).encode()
+        status, answer = Client(self.http.port).post("bind", body)
+        assert status == 200, answer
+        return dict(answer)
+
+    def node_of(self, pod: str) -> str:
+        return str(self.store.get("pods", pod, NS)["spec"].get("nodeName", ""))
+
+
+@pytest.fixture
+def side() -> Iterator[Side]:
+    with FakeApiServer(seed_namespaces=("default", NS), bookmark_interval=0.1) as server:
+        server.store.load([_node("cool"), _node("other")])
+        client = KubeClient.from_configuration(server.configuration(), qps=0, burst=0, timeout=10, retry=FAST_RETRY)
+        cache = ClusterCache(client, kinds=EXTENDER_KINDS, backoff=(0.02, 0.2), read_timeout=5.0)
+        source = CacheSource(cache)
+        extender = Extender(
+            source, default_policy().scheduling, timing=NEVER, writer=ReservationWriter(client, "ext-1")
+        )
+        cache.start()
+        assert cache.wait_synced(10), cache.not_ready()
+        extender.start(poll=0.01)
+        _wait(lambda: extender.state is not None, "the first state")
+        http = ExtenderServer(extender, "127.0.0.1", 0).start()
+        try:
+            yield Side(server, client, cache, extender, http)
+        finally:
+            http.stop()
+            extender.stop()
+            cache.stop()
+            client.close()
+
+
+def _filter(side: Side, pod: dict[str, Any]) -> dict[str, Any]:
+    status, answer = Client(side.http.port).post("filter", extender_args(pod, ["cool", "other"]))
+    assert status == 200, answer
+    return dict(answer)
+
+
+def test_a_pending_reservation_is_acknowledged_once_the_answers_hold_its_room(side: Side) -> None:
+    first = side.extender.state
+    stranger, owner = _pod("stranger", app="shop", cpu="2"), _pod("web-new")
+    assert _filter(side, stranger)["NodeNames"] == ["cool", "other"]
+    side.store.create(_reservation("move-web-0", "cool", cpu="3", phase="Pending"))
+    _wait(lambda: side.status("move-web-0").get("phase") == "Available", "the acknowledgement")
+    # At the moment the acknowledgement is visible the answers already hold the room, with no rebuild.
+    answer = _filter(side, stranger)
+    assert answer["NodeNames"] == ["other"], answer
+    assert "room held by reservations" in answer["FailedNodes"]["cool"]
+    assert side.extender.state is first
+    assert _filter(side, owner)["NodeNames"] == ["cool"]
+    assert side.status("move-web-0") == {"phase": "Available", "acknowledgedBy": "ext-1"}
+
+
+def test_a_reservation_on_a_node_the_state_does_not_know_is_not_acknowledged(side: Side) -> None:
+    side.store.create(_reservation("move-web-0", "new-node", phase="Pending"))
+    time.sleep(0.3)
+    assert side.status("move-web-0") == {"phase": "Pending"}
+
+
+def test_bind_consumes_the_reservation_on_the_node_and_binds_the_pod(side: Side) -> None:
+    side.store.load([_reservation("move-web-0", "cool"), _pod("web-new")])
+    _wait(lambda: side.cache.get("pods", f"{NS}/web-new") is not None, "the pod in the cache")
+    assert side.bind("web-new", "cool") == {"Error": ""}
+    assert side.node_of("web-new") == "cool"
+    status = side.status("move-web-0")
+    assert (status["phase"], status["consumedBy"], status["consumedByUID"]) == (
+        "Consumed",
+        f"{NS}/web-new",
+        "uid-web-new",
+    )
+    # The room is the pod's now: the state stops holding it at once.
+    state = side.extender.state
+    assert state is not None and not state.table.reserved[state.table.index["cool"]].any()
+
+
+def test_two_pods_racing_for_one_reservation_cannot_both_consume_it(side: Side) -> None:
+    side.store.load([_reservation("r-1", "cool", cpu="1"), _pod("a"), _pod("b")])
+    _wait(lambda: side.cache.get("pods", f"{NS}/b") is not None, "the pods in the cache")
+    writer = ReservationWriter(side.client, "ext-1")
+    pod_a, pod_b = side.cache.get("pods", f"{NS}/a"), side.cache.get("pods", f"{NS}/b")
+    stale = writer._list()  # what a chooses from: read before b took the room
+    writer.bind(pod_b, "cool")
+    calls: list[int] = []
+    real_list = writer._list
+
+    def racing_list() -> Any:
+        calls.append(1)
+        return stale if len(calls) == 1 else real_list()
+
+    writer._list = racing_list  # type: ignore[method-assign]
+    writer.bind(pod_a, "cool")
+    assert len(calls) == 2, "a's stale write was not refused (409) and read again"
+    status = side.status("r-1")
+    assert (status["phase"], status["consumedBy"]) == ("Consumed", f"{NS}/b")
+    assert side.node_of("a") == side.node_of("b") == "cool"
+
+
+def test_of_two_racing_pods_the_loser_takes_the_next_reservation(side: Side) -> None:
+    side.store.load([_reservation("r-1", "cool", cpu="1"), _reservation("r-2", "cool", cpu="1"), _pod("a"), _pod("b")])
+    _wait(lambda: side.cache.get("pods", f"{NS}/b") is not None, "the pods in the cache")
+    answers: dict[str, dict[str, Any]] = {}
+    threads = [threading.Thread(target=lambda p=p: answers.setdefault(p, side.bind(p, "cool"))) for p in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert answers == {"a": {"Error": ""}, "b": {"Error": ""}}
+    takers = sorted(side.status(r)["consumedBy"] for r in ("r-1", "r-2"))
+    assert takers == [f"{NS}/a", f"{NS}/b"]
+
+
+def test_binding_an_owner_pod_elsewhere_fails_the_oldest_waiting_reservation(side: Side) -> None:
+    side.store.load(
+        [
+            _reservation("r-a", "cool", cpu="1", created="2026-01-15T12:00:05Z"),
+            _reservation("r-b", "cool", cpu="1", created="2026-01-15T12:00:00Z"),
+            _reservation("r-pending", "new-node", cpu="1", phase="Pending", created="2026-01-15T11:00:00Z"),
+            _pod("web-new"),
+        ]
+    )
+    _wait(lambda: side.cache.get("pods", f"{NS}/web-new") is not None, "the pod in the cache")
+    assert side.bind("web-new", "other") == {"Error": ""}
+    assert side.node_of("web-new") == "other"
+    assert side.status("r-b") == {
+        "phase": "Failed",
+        "reason": "ReplacementElsewhere",
+        "consumedBy": f"{NS}/web-new",
+        "consumedByUID": "uid-web-new",
+        "message": f"replacement {NS}/web-new was bound to node other",
+    }
+    assert side.status("r-a")["phase"] == "Available"
+    assert side.status("r-pending") == {"phase": "Pending"}  # its pod was not evicted: not this replacement
+
+
+def test_a_pod_of_no_reservation_is_just_bound(side: Side) -> None:
+    side.store.load([_reservation("r-1", "cool"), _pod("x", app="shop")])
+    _wait(lambda: side.cache.get("pods", f"{NS}/x") is not None, "the pod in the cache")
+    assert side.bind("x", "other") == {"Error": ""}
+    assert side.node_of("x") == "other" and side.status("r-1") == {"phase": "Available"}
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"[]", "not an ExtenderBindingArgs"),
+        (b"{", "not valid JSON"),
+        (b'{"PodName": "p", "PodNamespace": "shop"}', "Node is missing"),
+    ],
+)
+def test_a_bad_bind_request_is_refused_with_the_reason(side: Side, body: bytes, error: str) -> None:
+    status, answer = Client(side.http.port).post("bind", body)
+    assert status == 400 and error in answer["Error"]
+
+
+def test_binding_a_pod_that_is_gone_returns_the_error_and_gives_the_room_back(side: Side) -> None:
+    side.store.load([_reservation("r-1", "cool", cpu="1")])
+    owner = OwnerRef(kind="ReplicaSet", name="web", uid="uid-rs-web", controller=True)
+    ghost = Pod(namespace=NS, name="ghost", uid="uid-ghost", owner=owner)
+    writer = ReservationWriter(side.client, "ext-1")
+    with pytest.raises(BindError, match="ghost"):
+        writer.bind(ghost, "cool")
+    assert side.status("r-1")["phase"] == "Available" and "consumedBy" not in side.status("r-1")
+    answer = side.bind("ghost", "cool")
+    assert "unknown to the extender" in answer["Error"]
+
+
+# ---------------------------------------------------------------------- the Lease
+
+
+def _lease(store: Store) -> dict[str, Any] | None:
+    found = [x for x in store.list("leases.coordination.k8s.io", NS) if x["metadata"]["name"] == SCHEDULER_LEASE]
+    return found[0] if found else None
+
+
+def test_the_lease_is_created_renewed_and_no_longer_renewed_once_stopped(side: Side) -> None:
+    lease = SchedulerLease(side.client, NS, "ext-1", period=0.05).start()
+    try:
+        _wait(lambda: _lease(side.store) is not None, "the Lease to be created")
+        first = _lease(side.store)
+        assert first is not None
+        assert first["spec"]["holderIdentity"] == "ext-1" and first["spec"]["leaseDurationSeconds"] == 15
+        _wait(lambda: (_lease(side.store) or {})["spec"]["renewTime"] != first["spec"]["renewTime"], "a renewal")
+    finally:
+        lease.stop()
+    stopped = (_lease(side.store) or {})["metadata"]["resourceVersion"]
+    time.sleep(0.3)
+    assert (_lease(side.store) or {})["metadata"]["resourceVersion"] == stopped
+
+
+def test_a_replica_that_is_not_ready_does_not_renew(side: Side) -> None:
+    lease = SchedulerLease(side.client, NS, "ext-1", period=0.02, ready=lambda: False).start()
+    time.sleep(0.2)
+    lease.stop()
+    assert _lease(side.store) is None
+
+
+def test_replicas_share_the_lease_as_a_heartbeat(side: Side) -> None:
+    a = SchedulerLease(side.client, NS, "ext-a")
+    b = SchedulerLease(side.client, NS, "ext-b")
+    assert a.renew() and b.renew() and a.renew()
+    lease = _lease(side.store)
+    assert lease is not None and lease["spec"]["holderIdentity"] == "ext-a"
