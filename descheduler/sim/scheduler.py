@@ -1,14 +1,18 @@
 """A simulated kube-scheduler: binds pending pods with our scheduling core, honouring Reservations.
 
 Two modes:
-- default: the scheduling core decides (`best_node`), and the scheduler consumes the Reservation
-  a pod lands on, as kube-scheduler with our extender and a reservation-aware binder would;
+- default: the scheduling core decides (`best_node`), and the scheduler plays the scheduler side of
+  the Reservation contract as kube-scheduler with our extender does: it acknowledges the Pending
+  Reservations it sees (Available, acknowledgedBy "sim-scheduler"), consumes the one an owner pod
+  is bound onto, fails the owner's oldest Available one when an owner pod is bound elsewhere
+  (`choose_for_binding`, the extender's own rule), and renews the scheduler Lease;
 - `extender=ExtenderConfig(...)`: kube-scheduler's own flow with an HTTP extender, for every pod —
   in-tree filters (node condition, selector and affinity, taints, requests fit, anti-affinity;
   no load filter, no knowledge of Reservations), then POST `filterVerb`, then (with more than one
   node left) POST `prioritizeVerb`, and the node with the highest in-tree score (LeastAllocated on
-  requests) plus extender score × weight × 10 wins. Reservations are left for the migration
-  controller to mark consumed, as with a real kube-scheduler.
+  requests) plus extender score × weight × 10 wins. With a `bind_verb` the extender binds the pod
+  (and consumes its Reservation), as kube-scheduler lets a binder extender do; without one the
+  scheduler binds and Reservations are left alone.
 """
 
 from __future__ import annotations
@@ -18,14 +22,28 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import numpy as np
 import urllib3
 
 from descheduler.errors import InputError
-from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY, ExtenderFilterResult, HostPriority
+from descheduler.extender.lease import LEASE_DURATION, RENEW_PERIOD, micro_time
+from descheduler.extender.protocol import (
+    MAX_EXTENDER_PRIORITY,
+    ExtenderBindingResult,
+    ExtenderFilterResult,
+    HostPriority,
+)
+from descheduler.extender.reservations import (
+    ReservationRecord,
+    acknowledged_status,
+    choose_for_binding,
+    consumed_status,
+    failed_status,
+)
+from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
@@ -41,6 +59,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER_NAMES = frozenset({"default-scheduler", ""})
 MAX_NODE_SCORE = 100  # kube-scheduler's framework.MaxNodeScore
+IDENTITY: Final = "sim-scheduler"
+RESERVATIONS: Final = "reservations.descheduler.dev"
+LEASES: Final = "leases.coordination.k8s.io"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +79,7 @@ class ExtenderConfig:
     url_prefix: str
     filter_verb: str = "filter"
     prioritize_verb: str = "prioritize"
+    bind_verb: str = ""
     weight: int = 1
     node_cache_capable: bool = True
     ignorable: bool = False
@@ -129,6 +151,26 @@ class HttpExtender:
             raise ExtenderCallError(f"prioritize answer is not a HostPriorityList: {err}") from None
         return {entry.Host: entry.Score for entry in answer}
 
+    def bind(self, pod: Mapping[str, Any], node: str) -> None:
+        """POST ExtenderBindingArgs to `bindVerb`; an Error in the answer is an ExtenderCallError."""
+        meta = pod["metadata"]
+        args = {"PodName": meta["name"], "PodNamespace": meta["namespace"], "PodUID": meta.get("uid", ""), "Node": node}
+        url = self.config.url_prefix.rstrip("/") + "/" + self.config.bind_verb
+        try:
+            response = self._http.request(
+                "POST", url, body=msgspec.json.encode(args), headers={"Content-Type": "application/json"}
+            )
+        except urllib3.exceptions.HTTPError as err:
+            raise ExtenderCallError(f"bind at {url}: {err}") from None
+        if response.status != 200:
+            raise ExtenderCallError(f"failed bind with extender at URL {url}, code {response.status}")
+        try:
+            result = msgspec.json.decode(bytes(response.data), type=ExtenderBindingResult)
+        except msgspec.DecodeError as err:
+            raise ExtenderCallError(f"bind answer is not an ExtenderBindingResult: {err}") from None
+        if result.Error:
+            raise ExtenderCallError(result.Error)
+
     def close(self) -> None:
         self._http.clear()
 
@@ -145,7 +187,10 @@ class Scheduler:
     extender: ExtenderConfig | None = None
     # Called after each binding (extender mode), e.g. to let the extender's cache catch up.
     after_bind: Callable[[Binding], None] | None = None
+    # The scheduler Lease (default mode): renewed in this namespace every RENEW_PERIOD simulated seconds.
+    lease_namespace: str = "default"
     _client: HttpExtender | None = field(default=None, repr=False)
+    _renewed: float | None = field(default=None, repr=False)
 
     def _pending(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [
@@ -166,6 +211,9 @@ class Scheduler:
         return objects
 
     def step(self, now: float) -> list[Binding]:
+        if self.extender is None:
+            self._renew_lease(now)
+            self._acknowledge()
         raw_pending = {
             f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in self._pending(self.store.list("pods"))
         }
@@ -195,16 +243,14 @@ class Scheduler:
             if choice.node is None:
                 self.unschedulable[pod.key] = choice.summary()
                 continue
-            owned = [r for r in owned_reservations(pod, view) if r.node_name == choice.node]
+            reservation = self._settle(pod, choice.node)
             try:
                 bind_pod(self.store, pod.namespace, pod.name, {"target": {"name": choice.node}})
             except ApiError as err:
                 log.info("scheduler: binding %s to %s failed: %s", pod.key, choice.node, err)
                 continue
-            reservation = owned[0].name if owned else ""
             done.append(Binding(pod.namespace, pod.name, choice.node, reservation))
-            if reservation:
-                self._consume(reservation, pod.name)
+            if reservation or any(r.node_name == choice.node for r in owned_reservations(pod, view)):
                 # The reserved room is now the pod's: re-read the cluster so others see it right.
                 snapshot = load_snapshot_objects(self._objects(), instant, source="<simulated cluster>")
                 view = ClusterView(build_table(snapshot, self.args))
@@ -213,13 +259,71 @@ class Scheduler:
         self.bindings += done
         return done
 
-    def _consume(self, reservation: str, pod_name: str) -> None:
-        def mutate(obj: dict[str, Any]) -> None:
-            status = obj.setdefault("status", {})
-            status["phase"] = "Consumed"
-            status["consumedBy"] = pod_name
+    # ---------------------------------------------------------------- the Reservation contract
 
-        self.store.modify("reservations.descheduler.dev", reservation, "", mutate, subresource="status")
+    def _acknowledge(self) -> None:
+        """Its state is the store itself: every Pending Reservation is held from the moment it is seen."""
+        for raw in self.store.list(RESERVATIONS):
+            if (raw.get("status") or {}).get("phase", "Pending") != "Pending":
+                continue
+
+            def mutate(obj: dict[str, Any]) -> None:
+                status = dict(obj.get("status") or {})
+                if status.get("phase", "Pending") == "Pending":
+                    obj["status"] = acknowledged_status(status, IDENTITY)
+
+            self._write_status(raw["metadata"]["name"], mutate)
+
+    def _settle(self, pod: Pod, node: str) -> str:
+        """Before binding: consume the pod's Reservation on `node`, or fail the owner's oldest waiting
+        one elsewhere (the extender's rule); returns the name of the one consumed, if any."""
+        records = []
+        for raw in self.store.list(RESERVATIONS):
+            try:
+                records.append(ReservationRecord.of(raw))
+            except (msgspec.ValidationError, ValueError) as err:
+                log.info("scheduler: skipping unreadable Reservation: %s", err)
+        choice = choose_for_binding(pod, node, records)
+        record = choice.consume or choice.fail
+        if record is None:
+            return ""
+        change = consumed_status if choice.consume else failed_status
+
+        def mutate(obj: dict[str, Any]) -> None:
+            obj["status"] = change(dict(obj.get("status") or {}), pod, node)
+
+        self._write_status(record.name, mutate)
+        return record.name if choice.consume else ""
+
+    def _write_status(self, name: str, mutate: Callable[[dict[str, Any]], None]) -> None:
+        try:
+            self.store.modify(RESERVATIONS, name, "", mutate, subresource="status")
+        except ApiError as err:
+            log.info("scheduler: writing Reservation %s failed: %s", name, err)
+
+    def _renew_lease(self, now: float) -> None:
+        if self._renewed is not None and now - self._renewed < RENEW_PERIOD:
+            return
+        self._renewed = now
+        stamp = micro_time(datetime.fromtimestamp(now, tz=UTC))
+        spec = {"holderIdentity": IDENTITY, "leaseDurationSeconds": LEASE_DURATION, "renewTime": stamp}
+        try:
+            if self.store.exists(LEASES, SCHEDULER_LEASE, self.lease_namespace):
+
+                def mutate(obj: dict[str, Any]) -> None:
+                    obj["spec"] = {**(obj.get("spec") or {}), **spec}
+
+                self.store.modify(LEASES, SCHEDULER_LEASE, self.lease_namespace, mutate)
+            else:
+                lease = {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": SCHEDULER_LEASE, "namespace": self.lease_namespace},
+                    "spec": {**spec, "acquireTime": stamp},
+                }
+                self.store.create(lease)
+        except ApiError as err:
+            log.info("scheduler: renewing the scheduler Lease failed: %s", err)
 
     # ---------------------------------------------------------------- kube-scheduler with an extender
 
@@ -254,16 +358,33 @@ class Scheduler:
             self.unschedulable[pod.key] = f"0/{table.size} nodes are available: {detail}"
             return None
         node = _pick(names, in_tree_scores(pod, view), table.index, extender_scores, self.extender.weight)
-        try:
-            bind_pod(self.store, pod.namespace, pod.name, {"target": {"name": node}})
-        except ApiError as err:
-            log.info("scheduler: binding %s to %s failed: %s", pod.key, node, err)
+        if not self._bind_with_extender(client, pod, raw, node):
             return None
         view.place(pod, node)
         binding = Binding(pod.namespace, pod.name, node)
         if self.after_bind is not None:
             self.after_bind(binding)
         return binding
+
+    def _bind_with_extender(self, client: HttpExtender, pod: Pod, raw: dict[str, Any], node: str) -> bool:
+        """The extender binds when it has a bind verb (an ignorable one that fails: the scheduler
+        binds, as kube-scheduler does); else the scheduler binds."""
+        assert self.extender is not None
+        if self.extender.bind_verb:
+            try:
+                client.bind(raw, node)
+                return True
+            except ExtenderCallError as err:
+                if not self.extender.ignorable:
+                    self.unschedulable[pod.key] = f"binding rejected: extender: {err}"
+                    return False
+                log.info("scheduler: the ignorable extender did not bind %s: %s", pod.key, err)
+        try:
+            bind_pod(self.store, pod.namespace, pod.name, {"target": {"name": node}})
+        except ApiError as err:
+            log.info("scheduler: binding %s to %s failed: %s", pod.key, node, err)
+            return False
+        return True
 
 
 def in_tree_filter(pod: Pod, view: ClusterView) -> np.ndarray:

@@ -48,17 +48,19 @@ def test_cordoned_nodes_get_no_pods(store: Store) -> None:
     assert _nodes(store) == {"p": "n2"}
 
 
-def _reservation(name: str, node_name: str, app: str, cpu: str = "2") -> dict[str, Any]:
+def _reservation(
+    name: str, node_name: str, app: str, cpu: str = "2", phase: str = "Available", created: str = "2026-01-15T11:00:00Z"
+) -> dict[str, Any]:
     return {
         "apiVersion": "descheduler.dev/v1alpha1",
         "kind": "Reservation",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "creationTimestamp": created},
         "spec": {
             "nodeName": node_name,
             "resources": {"cpu": cpu, "memory": "1Gi"},
             "owners": [{"labelSelector": {"matchLabels": {"app": app}}}],
         },
-        "status": {"phase": "Available"},
+        "status": {"phase": phase},
     }
 
 
@@ -66,7 +68,12 @@ def test_a_pod_owning_a_reservation_goes_to_its_node_and_consumes_it(store: Stor
     store.load([node("n1"), node("n2"), _reservation("r1", "n2", "web"), pod("p", app="web")])
     assert Scheduler(store).step(T0) == [Binding("default", "p", "n2", "r1")]
     status = store.get("reservations.descheduler.dev", "r1")["status"]
-    assert status == {"phase": "Consumed", "consumedBy": "p"}
+    assert status == {
+        "phase": "Consumed",
+        "consumedBy": "default/p",
+        "consumedByUID": store.get("pods", "p", "default")["metadata"]["uid"],
+        "message": "pod default/p was bound to node n2",
+    }
 
 
 def test_reserved_room_is_taken_for_other_pods(store: Store) -> None:
@@ -83,3 +90,43 @@ def test_reserved_room_is_taken_for_other_pods(store: Store) -> None:
     )
     Scheduler(store).step(T0)
     assert _nodes(store) == {"x": "n1", "y": "n1"}
+
+
+def test_a_pending_reservation_is_acknowledged_by_the_simulated_scheduler(store: Store) -> None:
+    store.load([node("n1"), _reservation("r1", "n1", "web", phase="Pending")])
+    Scheduler(store).step(T0)
+    status = store.get("reservations.descheduler.dev", "r1")["status"]
+    assert status == {"phase": "Available", "acknowledgedBy": "sim-scheduler"}
+
+
+def test_an_owner_pod_bound_elsewhere_fails_the_oldest_waiting_reservation(store: Store) -> None:
+    # Both reservations sit on n2, whose room they hold; the pod fits only on n1 (it needs 3 cpu).
+    store.load(
+        [
+            node("n1", cpu="4"),
+            node("n2", cpu="4"),
+            _reservation("r-new", "n2", "web", cpu="1", created="2026-01-15T11:30:00Z"),
+            _reservation("r-old", "n2", "web", cpu="1", created="2026-01-15T11:00:00Z"),
+            pod("y", node_name="n2", phase="Running", ready=True, cpu="2", app="other"),
+            pod("p", app="web", cpu="3"),
+        ]
+    )
+    assert Scheduler(store).step(T0) == [Binding("default", "p", "n1")]
+    failed = store.get("reservations.descheduler.dev", "r-old")["status"]
+    assert failed["phase"] == "Failed" and failed["reason"] == "ReplacementElsewhere"
+    assert failed["consumedBy"] == "default/p" and failed["message"] == "replacement default/p was bound to node n1"
+    assert store.get("reservations.descheduler.dev", "r-new")["status"] == {"phase": "Available"}
+
+
+def test_the_simulated_scheduler_renews_the_scheduler_lease(store: Store) -> None:
+    store.load([node("n1")])
+    scheduler = Scheduler(store)
+    scheduler.step(T0)
+    lease = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "default")
+    assert lease["spec"]["holderIdentity"] == "sim-scheduler" and lease["spec"]["leaseDurationSeconds"] == 15
+    first = lease["spec"]["renewTime"]
+    scheduler.step(T0 + 1)
+    assert store.get("leases.coordination.k8s.io", "descheduler-scheduler", "default")["spec"]["renewTime"] == first
+    scheduler.step(T0 + 5)
+    renewed = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "default")["spec"]["renewTime"]
+    assert renewed == "2026-01-15T12:00:05.000000Z"
