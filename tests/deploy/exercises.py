@@ -265,6 +265,51 @@ def extender_source(scratch: Path) -> set[Access]:
         return cluster.server.accesses.accesses()
 
 
+def extender_scheduler_side(scratch: Path) -> set[Access]:
+    """The extender's side of the Reservation contract, as `descheduler extender` wires it: a Pending
+    Reservation acknowledged, a pod bound onto it (consumed), another owner pod bound elsewhere (the
+    next one failed), and the scheduler Lease created then renewed."""
+    import msgspec
+
+    from descheduler.extender import CacheSource, Extender
+    from descheduler.extender.command import EXTENDER_KINDS
+    from descheduler.extender.lease import SchedulerLease
+    from descheduler.extender.protocol import ExtenderBindingResult
+    from descheduler.extender.reservations import ReservationWriter
+    from descheduler.kube import ClusterCache
+    from descheduler.policy import default_policy
+    from tests.extender.test_reservation_protocol import NS, _node, _pod, _reservation
+
+    reservations = "reservations.descheduler.dev"
+    with api_server() as server:
+        server.store.load([_node("cool"), _node("other"), _pod("web-a"), _pod("web-b")])
+        with kube_client(server) as client, ClusterCache(client, kinds=EXTENDER_KINDS) as cache:
+            assert cache.wait_synced(10), cache.not_ready()
+            extender = Extender(CacheSource(cache), default_policy().scheduling, writer=ReservationWriter(client, "x"))
+            extender.start(poll=0.01)
+            try:
+                _wait(lambda: extender.state is not None, 10, "the extender's first state")
+                server.store.create(_reservation("r-1", "cool", cpu="1", phase="Pending"))
+                server.store.create(_reservation("r-2", "cool", cpu="1", phase="Pending"))
+
+                def acknowledged() -> bool:
+                    return all(r["status"].get("phase") == "Available" for r in server.store.list(reservations))
+
+                _wait(acknowledged, 10, "the Reservations to be acknowledged")
+                _wait(lambda: cache.get("pods", f"{NS}/web-b") is not None, 10, "the pods in the cache")
+                for pod, node in (("web-a", "cool"), ("web-b", "other")):
+                    body = {"PodName": pod, "PodNamespace": NS, "PodUID": f"uid-{pod}", "Node": node}
+                    answer = msgspec.json.decode(extender.bind(msgspec.json.encode(body)), type=ExtenderBindingResult)
+                    assert not answer.Error, answer.Error
+                phases = sorted(r["status"]["phase"] for r in server.store.list(reservations))
+                assert phases == ["Consumed", "Failed"], phases
+            finally:
+                extender.stop()
+            lease = SchedulerLease(client, NAMESPACE, "descheduler-extender-0")
+            assert lease.renew() and lease.renew(), "the scheduler Lease was not created and renewed"
+        return server.accesses.accesses()
+
+
 _RUN_POLICY = """\
 apiVersion: descheduler.dev/v1alpha1
 kind: DeschedulerPolicy
@@ -351,6 +396,13 @@ EXERCISES: tuple[Exercise, ...] = (
         "extender-source",
         "descheduler extender: its cluster view (cache and load reader), as its own ServiceAccount",
         extender_source,
+        service_account=(NAMESPACE, "descheduler-extender"),
+        target=DEPLOY / "overlays" / "with-scheduler",
+    ),
+    Exercise(
+        "extender-scheduler-side",
+        "descheduler extender: acknowledge, bind (consume, fail) and the scheduler Lease, as its own ServiceAccount",
+        extender_scheduler_side,
         service_account=(NAMESPACE, "descheduler-extender"),
         target=DEPLOY / "overlays" / "with-scheduler",
     ),

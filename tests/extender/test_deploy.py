@@ -100,11 +100,13 @@ def test_the_profile_calls_the_extender_service_the_way_the_extender_serves() ->
     [port] = service["spec"]["ports"]
     assert extender["urlPrefix"] == f"http://descheduler-extender.{NAMESPACE}.svc:{port['port']}"
     assert service["metadata"]["namespace"] == NAMESPACE
-    # The server answers POST <prefix>/filter and <prefix>/prioritize; it holds a node cache.
-    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
-    assert extender["nodeCacheCapable"] is True and extender["ignorable"] is True
+    # The server answers POST <prefix>/filter, /prioritize and /bind; it holds a node cache.
+    verbs = (extender["filterVerb"], extender["prioritizeVerb"], extender["bindVerb"])
+    assert verbs == ("filter", "prioritize", "bind")
+    # Not ignorable: skipped, it would let replacements land, and be bound, with no Reservation taken.
+    assert extender["nodeCacheCapable"] is True and extender["ignorable"] is False
     assert isinstance(extender["weight"], int) and extender["weight"] > 0
-    assert "bindVerb" not in extender and "preemptVerb" not in extender and "managedResources" not in extender
+    assert "preemptVerb" not in extender and "managedResources" not in extender
 
 
 def test_the_extender_container_runs_the_extender_command_on_the_service_port() -> None:
@@ -159,9 +161,11 @@ def test_the_scheduler_account_has_the_upstream_roles_and_its_own_lease() -> Non
 
 @pytest.fixture(scope="module")
 def extender_accesses(tmp_path_factory: pytest.TempPathFactory) -> set[Any]:
-    from tests.deploy.exercises import extender_source
+    from tests.deploy.exercises import extender_scheduler_side, extender_source
 
-    return extender_source(tmp_path_factory.mktemp("extender-rbac"))
+    return extender_source(tmp_path_factory.mktemp("extender-rbac")) | extender_scheduler_side(
+        tmp_path_factory.mktemp("extender-scheduler-side")
+    )
 
 
 def test_the_extender_account_may_make_every_call_the_extender_makes_and_no_other(
@@ -170,5 +174,18 @@ def test_the_extender_account_may_make_every_call_the_extender_makes_and_no_othe
     grants = [g for g in grants_for(_objects(), NAMESPACE, "descheduler-extender")]
     assert rbac_covers(grants, extender_accesses) == []
     assert [str(p) for p in unused_permissions(grants, extender_accesses)] == []
-    writes = [g for g in grants if not g.default and set(g.rule.verbs) - {"get", "list", "watch"}]
-    assert writes == []
+    # Writes: Reservation status, pods/binding, and its own Lease in its own namespace only.
+    writes = {
+        (resource, verb, g.namespace or "", names)
+        for g in grants
+        if not g.default
+        for verb in set(g.rule.verbs) - {"get", "list", "watch"}
+        for resource in g.rule.resources
+        for names in [",".join(g.rule.resource_names)]
+    }
+    assert writes == {
+        ("reservations/status", "update", "", ""),
+        ("pods/binding", "create", "", ""),
+        ("leases", "create", NAMESPACE, ""),
+        ("leases", "update", NAMESPACE, "descheduler-scheduler"),
+    }
