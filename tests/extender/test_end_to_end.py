@@ -19,6 +19,7 @@ import pytest
 
 from descheduler.extender import CacheSource, Extender, ExtenderServer
 from descheduler.extender.command import EXTENDER_KINDS
+from descheduler.extender.reservations import ReservationWriter
 from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
 from descheduler.loadsource import reader_for
 from descheduler.policy import default_policy
@@ -181,7 +182,7 @@ def harness() -> Iterator[Harness]:
         cache = ClusterCache(client, kinds=EXTENDER_KINDS, backoff=(0.02, 0.2), read_timeout=5.0)
         reader = reader_for(policy.load_source, client, cache)
         source = CacheSource(cache, reader.read, load_interval=0.0, wall_clock=cluster.clock.datetime)
-        extender = Extender(source, policy.scheduling)
+        extender = Extender(source, policy.scheduling, writer=ReservationWriter(client, "ext-e2e"))
         cache.start()
         assert cache.wait_synced(15), cache.not_ready()
         server = ExtenderServer(extender, "127.0.0.1", 0).start()
@@ -261,3 +262,50 @@ def test_a_replacement_pod_lands_on_its_reservation(harness: Harness) -> None:
     # Other pods still see the reserved room as taken until the migration controller marks it consumed.
     state = harness.extender.state
     assert state is not None and state.table.reserved[state.table.index["cool-2"]].any()
+
+
+def test_a_replacement_evicted_right_after_the_acknowledgement_takes_its_reservation(harness: Harness) -> None:
+    """Defect 1: no rebuild between the Reservation and the replacement's scheduling; the extender
+    acknowledged it only once its answers held it, binds the replacement and consumes it."""
+    cluster = harness.cluster
+    cluster.components.remove(harness)  # no forced refresh: the extender answers from what it has applied
+    harness.extender.timing = type(harness.extender.timing)(interval=3600.0, max_age=3600.0)
+    harness.extender.start(poll=0.5)  # as `descheduler extender` runs it: the acknowledger's thread too
+    try:
+        _replacement_takes_its_reservation(harness)
+    finally:
+        harness.extender.stop()
+
+
+def _replacement_takes_its_reservation(harness: Harness) -> None:
+    cluster = harness.cluster
+    cluster.scheduler.extender = ExtenderConfig(url_prefix=harness.server.url, weight=5, bind_verb="bind")
+    reservation = {
+        "apiVersion": "descheduler.dev/v1alpha1",
+        "kind": "Reservation",
+        "metadata": {"name": "move-api-0"},
+        "spec": {
+            "nodeName": "cool-2",
+            "resources": {"cpu": "1", "memory": "1Gi", "pods": "1"},
+            "owners": [{"controller": {"kind": "ReplicaSet", "name": "api", "uid": "uid-rs-api"}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    cluster.store.create(reservation)
+
+    def status() -> dict[str, Any]:
+        return dict(cluster.store.get("reservations.descheduler.dev", "move-api-0").get("status") or {})
+
+    _wait(lambda: status().get("phase") == "Available", "the acknowledgement")
+    assert status()["acknowledgedBy"] == "ext-e2e"
+    from kubernetes import client
+
+    core = client.CoreV1Api(cluster.api_client())
+    core.create_namespaced_pod_eviction(
+        "api-0", NS, client.V1Eviction(metadata=client.V1ObjectMeta(name="api-0", namespace=NS))
+    )
+    cluster.advance(1)
+    placed = harness.placement("api")
+    [(replacement, node)] = placed.items()
+    assert node == "cool-2", placed
+    assert status()["phase"] == "Consumed" and status()["consumedBy"] == f"{NS}/{replacement}"
