@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
 
 from kubernetes import client
+from servers import ServerUnderTest
 
 from descheduler.sim.apiserver import FakeApiServer
 
@@ -54,24 +56,35 @@ def status_body(error: client.ApiException) -> dict[str, Any]:
 
 
 def raw_request(
-    server: FakeApiServer,
+    server: FakeApiServer | ServerUnderTest,
     method: str,
     path: str,
     body: Any = None,
     content_type: str = "application/json",
+    *,
+    accept: str | None = None,
+    data: bytes | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
-    """One HTTP request with urllib, for what the client cannot express: (status, headers, body)."""
-    data = json.dumps(body).encode() if body is not None else None
+    """One HTTP request with urllib, for what the client cannot express: (status, headers, body).
+    `data` sends bytes as they are (a body that is not JSON)."""
+    if data is None and body is not None:
+        data = json.dumps(body).encode()
     request = urllib.request.Request(server.url + path, data=data, method=method)
     request.add_header("Content-Type", content_type)
+    if accept is not None:
+        request.add_header("Accept", accept)
     try:
-        with urllib.request.urlopen(request, timeout=10) as resp:
+        with urllib.request.urlopen(request, timeout=10, context=_tls(server)) as resp:
             return resp.status, dict(resp.headers), resp.read()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read()
 
 
-def watch_lines(server: FakeApiServer, path: str) -> list[dict[str, Any]]:
+def watch_lines(server: FakeApiServer | ServerUnderTest, path: str) -> list[dict[str, Any]]:
     """Read a whole watch stream (the path must carry timeoutSeconds or end by itself)."""
-    with urllib.request.urlopen(server.url + path, timeout=10) as resp:
+    with urllib.request.urlopen(server.url + path, timeout=10, context=_tls(server)) as resp:
         return [json.loads(line) for line in resp if line.strip()]
+
+
+def _tls(server: FakeApiServer | ServerUnderTest) -> ssl.SSLContext | None:
+    return server.ssl_context if isinstance(server, ServerUnderTest) else None

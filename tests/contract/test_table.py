@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from contract_support import pod, raw_request
+from servers import ServerUnderTest
 
 from descheduler.sim.apiserver import FakeApiServer
 from descheduler.sim.apiserver.printing import human_duration
@@ -49,6 +50,12 @@ def server() -> Iterator[FakeApiServer]:
     """A server whose clock stands still at NOW, so ages are exact."""
     with FakeApiServer(clock=lambda: NOW, bookmark_interval=0.1, pod_termination_delay=None) as srv:
         yield srv
+
+
+@pytest.fixture
+def api_server(server: FakeApiServer) -> ServerUnderTest:
+    """The official client (`core`) on this module's still-clock server."""
+    return ServerUnderTest("fake", server.url, "default", fake=server)
 
 
 def get(server: FakeApiServer, path: str, accept: str = KUBECTL_ACCEPT) -> tuple[int, dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""Fixtures for the real-cluster tests: one control plane per session (etcd + kube-apiserver from
-$KUBEBUILDER_ASSETS, skipped with how to get them when absent), an admin client, a namespace per test."""
+"""Fixtures for the real-cluster tests: an admin client and a namespace per test on the session's
+control plane (the `control_plane` fixture in tests/conftest.py: etcd + kube-apiserver from
+$KUBEBUILDER_ASSETS, skipped with how to get them when absent)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,15 @@ import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from controlplane import ControlPlane, assets_folder
 from realcluster_support import create
 
 from descheduler.kube import KubeApiError, KubeClient, connect
 
-
-@pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    """etcd and kube-apiserver on free loopback ports, stopped (terminate, then kill) at the end."""
-    assets, why = assets_folder()
-    if assets is None:
-        pytest.skip(why)
-    plane = ControlPlane(assets, tmp_path_factory.mktemp("controlplane"))
-    plane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
+if TYPE_CHECKING:
+    from tests.realcluster.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")

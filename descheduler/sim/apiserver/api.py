@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import yaml
 
 from . import discovery, errors
 from .binding import bind_pod
@@ -64,6 +65,9 @@ class WatchStream:
     error: ApiError | None = None
     # Set when the client asked for Tables (`kubectl get --watch`): events carry one-row Tables.
     table: TableWatch | None = None
+    # WatchList (sendInitialEvents=true): the resourceVersion of the initial events, sent after
+    # them in a BOOKMARK annotated `k8s.io/initial-events-end` when bookmarks are allowed.
+    initial_events_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +157,7 @@ class Api:
         if target.kind == "health":
             return Response(200, b"ok", (("Content-Type", "text/plain"),))
         if target.kind == "discovery":
+            _check_accept(request.accept)
             return Response(200, encode(target.document))
         if target.kind == "bindings":
             if request.method != "POST":
@@ -162,6 +167,7 @@ class Api:
             return Response(201, encode(bind_pod(self.store, target.namespace or "", name, body)))
         rt = target.rt
         assert rt is not None
+        _check_accept(request.accept)
         if target.verb not in rt.verbs and target.subresource is None:
             raise errors.method_not_allowed()
         handler = getattr(self, f"_{target.verb}")
@@ -206,18 +212,36 @@ class Api:
         since = None
         if raw_rv not in (None, "", "0"):
             since = _int_param(q, "resourceVersion")
+        send_initial = _watch_list_mode(q)
         timeout = _int_param(q, "timeoutSeconds")
         bookmarks = _truthy(q.get("allowWatchBookmarks"))
         table = requested_table(request.accept, q)
         tables = TableWatch(rt, table, self.store.clock) if table is not None else None
+        initial_events_end = None
         try:
-            watcher, initial = self.store.watch(rt, target.namespace, labels=labels, fields=fields, since=since)
+            with self.store.lock:
+                if send_initial is True:
+                    # NotOlderThan: the current state is at least as new as any version asked for.
+                    if since is not None and since > self.store.resource_version:
+                        raise errors.too_large_resource_version(since, self.store.resource_version)
+                    since, initial_events_end = None, self.store.resource_version
+                elif send_initial is False and since is None:
+                    since = self.store.resource_version  # no initial events: changes from now on
+                watcher, initial = self.store.watch(rt, target.namespace, labels=labels, fields=fields, since=since)
         except ApiError as error:
             if error.code != 410:
                 raise
             # The real server accepts the watch and reports expiry as an ERROR event in the stream.
             return WatchStream(rt, None, [], None, False, error)
-        return WatchStream(rt, watcher, initial, float(timeout) if timeout else None, bookmarks, table=tables)
+        return WatchStream(
+            rt,
+            watcher,
+            initial,
+            float(timeout) if timeout else None,
+            bookmarks,
+            table=tables,
+            initial_events_end=initial_events_end,
+        )
 
     def _create(self, rt: ResourceType, target: Target, request: ApiRequest) -> Response:
         body = _json_body(request)
@@ -252,7 +276,7 @@ class Api:
                 {},
             )
         if content_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-            raise errors.unsupported_media_type(content_type)
+            raise errors.unsupported_media_type()
         patch = _json_value(request.body)
 
         def apply(current: dict[str, Any]) -> dict[str, Any]:
@@ -402,7 +426,68 @@ def _verb(method: str, name: str | None, sub: str | None, watch: bool) -> str:
     raise errors.method_not_allowed()
 
 
-def _json_value(body: bytes) -> Any:
+JSON = "application/json"
+YAML = "application/yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+# What the fake reads in a request body and writes in a response (no protobuf: we do not implement it).
+_BODY_TYPES = (JSON, YAML)
+_ANSWER_TYPES = (JSON, "application/*", "*/*")
+
+
+def _media_type(header: str) -> str:
+    return header.split(";", 1)[0].strip().lower()
+
+
+def _check_accept(accept: str) -> None:
+    """406, as the real server answers an Accept it cannot serve; protobuf counts as one here."""
+    offered = [_media_type(part) for part in accept.split(",") if part.strip()]
+    if offered and not any(media in _ANSWER_TYPES for media in offered):
+        raise ApiError(406, "NotAcceptable", f"406: Not Acceptable\n\nAvailable representations: {JSON}", {})
+
+
+def _watch_list_mode(query: Mapping[str, str]) -> bool | None:
+    """sendInitialEvents as the real server validates it with resourceVersionMatch (422 otherwise)."""
+    match = query.get("resourceVersionMatch")
+    raw = query.get("sendInitialEvents")
+    if raw is None:
+        if match:
+            raise _invalid_list_options(
+                ["Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"]
+            )
+        return None
+    send = _truthy(raw)
+    if send and match != "NotOlderThan":
+        problems = ["Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"]
+        if match:
+            problems.append(f'Unsupported value: "{match}": supported values: "NotOlderThan"')
+        raise _invalid_list_options(problems)
+    return send
+
+
+def _invalid_list_options(problems: list[str]) -> ApiError:
+    field = "resourceVersionMatch"
+    text = ", ".join(f"{field}: {p}" for p in problems)
+    message = f'ListOptions.meta.k8s.io "" is invalid: {text if len(problems) == 1 else f"[{text}]"}'
+    causes = [
+        {
+            "reason": "FieldValueForbidden" if p.startswith("Forbidden") else "FieldValueNotSupported",
+            "message": p,
+            "field": field,
+        }
+        for p in problems
+    ]
+    return ApiError(422, "Invalid", message, {"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes})
+
+
+def _json_value(body: bytes, content_type: str = JSON) -> Any:
+    media = _media_type(content_type) or JSON
+    if media not in _BODY_TYPES:
+        raise errors.unknown_body_format(", ".join(_BODY_TYPES))
+    if media == YAML:
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as error:
+            raise errors.bad_request(f"the request body is not valid YAML: {error}") from None
     try:
         return decode(body)
     except msgspec.DecodeError as error:
@@ -410,7 +495,7 @@ def _json_value(body: bytes) -> Any:
 
 
 def _json_body(request: ApiRequest) -> dict[str, Any]:
-    value = _json_value(request.body)
+    value = _json_value(request.body, request.content_type)
     if not isinstance(value, dict):
         raise errors.bad_request("the request body must be a JSON object")
     return value

@@ -24,6 +24,11 @@ def apply_create_defaults(rt: ResourceType, obj: dict[str, Any], *, from_api: bo
             status["qosClass"] = pod_qos_class(spec)
     elif rt.group == "" and rt.kind == "Namespace":
         obj.setdefault("status", {}).setdefault("phase", "Active")
+    elif rt.group == "" and rt.kind == "PersistentVolumeClaim":
+        obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+        obj.setdefault("status", {}).setdefault("phase", "Pending")
+    elif rt.group == "scheduling.k8s.io" and rt.kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     elif rt.group == "policy" and rt.kind == "PodDisruptionBudget":
         obj.setdefault("status", {}).setdefault("disruptionsAllowed", 0)
         obj["status"].setdefault("currentHealthy", 0)

@@ -6,7 +6,22 @@ from typing import Any
 
 from .resources import ResourceTable, ResourceType
 
-KUBERNETES_VERSION = ("1", "31", "v1.31.0")
+# What kube-apiserver v1.36.2 (the binaries the real-cluster tests run) answers on /version.
+VERSION_INFO: dict[str, str] = {
+    "major": "1",
+    "minor": "36",
+    "emulationMajor": "1",
+    "emulationMinor": "36",
+    "minCompatibilityMajor": "1",
+    "minCompatibilityMinor": "35",
+    "gitVersion": "v1.36.2",
+    "gitCommit": "98b35193b2ac7a23a673325f5e9b830ecd5ba406",
+    "gitTreeState": "clean",
+    "buildDate": "2026-11-23T14:17:59Z",
+    "goVersion": "go1.26.6",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
 
 # subresource → (group, version, kind, verbs); None group/version/kind means "the parent's".
 _SUBRESOURCES: dict[str, tuple[str | None, str | None, str | None, list[str]]] = {
@@ -18,18 +33,7 @@ _SUBRESOURCES: dict[str, tuple[str | None, str | None, str | None, list[str]]] =
 
 
 def version_info() -> dict[str, Any]:
-    major, minor, git = KUBERNETES_VERSION
-    return {
-        "major": major,
-        "minor": minor,
-        "gitVersion": git,
-        "gitCommit": "fake",
-        "gitTreeState": "clean",
-        "buildDate": "2024-08-13T00:00:00Z",
-        "goVersion": "go1.22.5",
-        "compiler": "gc",
-        "platform": "linux/amd64",
-    }
+    return dict(VERSION_INFO)
 
 
 def api_versions(server_address: str) -> dict[str, Any]:

@@ -113,10 +113,15 @@ def method_not_allowed() -> ApiError:
     return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
-    accepted = "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
+def unsupported_media_type() -> ApiError:
+    """A PATCH whose Content-Type is no patch type, worded as the real server words it."""
+    return ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
+
+
+def unknown_body_format(accepted: str) -> ApiError:
+    """A request body in a media type the server does not read."""
     message = f"the body of the request was in an unknown format - accepted media types include: {accepted}"
-    return ApiError(415, "UnsupportedMediaType", f"{message}; got {content_type!r}", {})
+    return ApiError(415, "UnsupportedMediaType", message, {})
 
 
 def path_not_found() -> ApiError:

@@ -14,10 +14,10 @@ from urllib.parse import parse_qs, urlsplit
 from . import errors
 from .access import AccessLog, request_access
 from .api import Api, ApiRequest, Response, Target, WatchStream, error_response
-from .entry import encode
+from .entry import decode, encode
 from .errors import ApiError
 from .faults import Faults, RequestInfo
-from .watch import StopWatch, bookmark_object, event_line
+from .watch import INITIAL_EVENTS_END, StopWatch, bookmark_object, event_line
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +174,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if size >= _CHUNK_BYTES:
                     self._chunk(b"".join(buffer))
                     buffer, size = [], 0
+        if stream.initial_events_end is not None and stream.bookmarks:
+            buffer.append(event_line("BOOKMARK", self._initial_events_end(stream, stream.initial_events_end)))
         self._chunk(b"".join(buffer))
         self.wfile.flush()
         start = time.monotonic()
@@ -203,6 +205,15 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     next_bookmark = time.monotonic() + interval
         return "stopped"
+
+    @staticmethod
+    def _initial_events_end(stream: WatchStream, rv: int) -> bytes:
+        """The BOOKMARK closing a WatchList's initial events (annotated `k8s.io/initial-events-end`)."""
+        if stream.table is None:
+            return bookmark_object(stream.rt, rv, initial_events_end=True)
+        table = decode(stream.table.bookmark(rv))
+        table.setdefault("metadata", {}).setdefault("annotations", {})[INITIAL_EVENTS_END] = "true"
+        return encode(table)
 
     def _client_gone(self) -> bool:
         try:

@@ -111,6 +111,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         extra_fields=POD_FIELDS,
     ),
     ResourceType("", "v1", "events", "Event", True, ("ev",), extra_fields=EVENT_FIELDS),
+    ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ("status",)),
     ResourceType("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
     ResourceType(
         "apps",
@@ -154,6 +155,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         clears_status_on_create=True,
     ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     _custom("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True, "eq", "eqs"),
     _custom("scheduling.x-k8s.io", "v1alpha1", "elasticquotas", "ElasticQuota", True, "eq", "eqs"),
     _custom("slo.koordinator.sh", "v1alpha1", "nodemetrics", "NodeMetric", False),

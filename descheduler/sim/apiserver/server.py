@@ -17,6 +17,26 @@ from .http import ApiHTTPServer
 from .store import Store
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# The priority classes kube-apiserver creates at start-up, as v1.36.2 has them.
+SYSTEM_PRIORITY_CLASSES: tuple[dict[str, Any], ...] = (
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "system-node-critical"},
+        "value": 2000001000,
+        "description": "Used for system critical pods that must not be moved from their current node.",
+        "preemptionPolicy": "PreemptLowerPriority",
+    },
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "system-cluster-critical"},
+        "value": 2000000000,
+        "description": "Used for system critical pods that must run in the cluster, but can be moved to another node "
+        "if necessary.",
+        "preemptionPolicy": "PreemptLowerPriority",
+    },
+)
 
 
 class FakeApiServer:
@@ -39,11 +59,13 @@ class FakeApiServer:
         seed_namespaces: tuple[str, ...] = SYSTEM_NAMESPACES,
     ) -> None:
         """`seed_namespaces` are created at once, as every real cluster has them (ignored if a
-        `store` is passed in); `bookmark_interval` is seconds between watch bookmarks (the real
-        server sends them about once a minute)."""
+        `store` is passed in); the system priority classes are added to any store that lacks them,
+        as the real server does at start-up; `bookmark_interval` is seconds between watch bookmarks
+        (the real server sends them about once a minute)."""
         if store is None:
             store = Store(clock=clock, history_size=history_size, pod_termination_delay=pod_termination_delay)
             store.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in seed_namespaces)
+        store.load(pc for pc in SYSTEM_PRIORITY_CLASSES if not store.exists("priorityclasses", pc["metadata"]["name"]))
         self.store = store
         self.faults = Faults(self.store)
         # The authorization attributes of every request, for RBAC tests (see access.py).

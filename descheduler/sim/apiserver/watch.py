@@ -133,14 +133,23 @@ _BOOKMARK_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0},
     },
     ("coordination.k8s.io/v1", "Lease"): {"spec": {}},
+    ("scheduling.k8s.io/v1", "PriorityClass"): {"value": 0},
 }
 
 
-def bookmark_object(rt: ResourceType, resource_version: int) -> bytes:
+# The annotation on the BOOKMARK that ends a WatchList's initial events (sendInitialEvents=true).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+def bookmark_object(rt: ResourceType, resource_version: int, *, initial_events_end: bool = False) -> bytes:
     """A BOOKMARK's object as the real server sends it: the kind's empty object with only the
-    resourceVersion set (custom resources: kind, apiVersion and metadata alone)."""
+    resourceVersion set (custom resources: kind, apiVersion and metadata alone); the one closing a
+    WatchList's initial events also carries the `k8s.io/initial-events-end: "true"` annotation."""
     body: dict[str, Any] = {"kind": rt.kind, "apiVersion": rt.api_version}
     shape = copy.deepcopy(_BOOKMARK_BODIES.get((rt.api_version, rt.kind), {})) if rt.builtin else {}
     body["metadata"] = {"resourceVersion": str(resource_version), **shape.pop("metadata", {})}
+    if initial_events_end:
+        annotations = body["metadata"].setdefault("annotations", {})
+        annotations[INITIAL_EVENTS_END] = "true"
     body.update(shape)
     return encode(body)
