@@ -1,0 +1,510 @@
+"""The moving parts of the whole-loop tests on the real control plane: our processes (`descheduler
+run`, `descheduler extender`) as subprocesses, kube-scheduler's configuration calling the extender,
+the test's nodes and workloads, and a recorder that follows pods, PodMigrationJobs and Reservations
+through watches so a test can judge every move from what the API said, not from the job's record."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from controlplane import free_port
+from realcluster_support import create, create_node, merge_patch
+from standin import ObjectWatch
+
+from descheduler.kube import KubeApiError, KubeClient
+
+Obj = dict[str, Any]
+
+RUN_LABEL = "realcluster.descheduler.dev/run"
+LOAD_AWARE_SCHEDULER = "load-aware-scheduler"
+PMJ_PATH = "/apis/descheduler.dev/v1alpha1/podmigrationjobs"
+RESERVATION_PATH = "/apis/descheduler.dev/v1alpha1/reservations"
+LABEL_JOB = "descheduler.dev/job"
+
+
+# ---------------------------------------------------------------------------------- waiting
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, state: Callable[[], Any] | None = None) -> float:
+    """Poll `check` every 0.2 s; the seconds it took, or AssertionError naming `what` (and `state()`)."""
+    began = time.monotonic()
+    while not check():
+        if time.monotonic() - began > timeout:
+            detail = f": {state()}" if state is not None else ""
+            raise AssertionError(f"{what} not reached within {timeout:.0f}s{detail}")
+        time.sleep(0.2)
+    return time.monotonic() - began
+
+
+# ---------------------------------------------------------------------------------- processes
+
+
+def _die_with_us() -> list[str]:
+    # The child gets SIGKILL if the test process dies outright (no preexec_fn: threads are running).
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
+
+
+@dataclass(slots=True)
+class OurProcess:
+    """A `descheduler` subcommand run as its own process, logging to a file, with an HTTP port."""
+
+    name: str
+    args: list[str]
+    log: Path
+    port: int
+    popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> OurProcess:
+        command = [*_die_with_us(), sys.executable, "-m", "descheduler", *self.args]
+        with self.log.open("ab") as out:
+            self.popen = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                start_new_session=True,
+            )
+        return self
+
+    def alive(self) -> bool:
+        """Running; a process that lost its port to another (free_port's race) is started again on a new one."""
+        if self.popen is None:
+            return False
+        if self.popen.poll() is None:
+            return True
+        if self.popen.returncode == 1 and f"port {self.port} on 127.0.0.1 is already in use" in self.tail(3):
+            self.port = free_port()
+            self.args[self.args.index("--port") + 1] = str(self.port)
+            self.start()
+            return True
+        return False
+
+    def kill(self) -> None:
+        """SIGKILL: no release, no goodbye."""
+        if self.popen is not None and self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.popen.send_signal(signal.SIGKILL)
+            self.popen.wait(10)
+
+    def stop(self, grace: float = 15.0) -> int | None:
+        """SIGTERM, then SIGKILL after `grace` seconds; the exit code."""
+        if self.popen is None:
+            return None
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.popen.terminate()
+            try:
+                self.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.popen.returncode
+
+    def text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.text().splitlines()[-lines:])
+
+    def records(self) -> list[Obj]:
+        """The JSON log lines (structlog's), in order."""
+        found = []
+        for line in self.text().splitlines():
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    found.append(json.loads(line))
+        return found
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as reply:
+                return reply.status, reply.read().decode(errors="replace")
+        except urllib.error.HTTPError as error:
+            return error.code, ""
+        except OSError:
+            return 0, ""
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        """A sample of `name` with exactly these labels from /metrics (None: not answering or absent)."""
+        status, text = self.get("/metrics")
+        if status != 200:
+            return None
+        wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        series = f"{name}{{{wanted}}}" if labels else name
+        for line in text.splitlines():
+            if line.startswith("#"):
+                continue
+            key, _, value = line.rpartition(" ")
+            if key == series or (labels and _same_series(key, name, labels)):
+                return float(value)
+        return None
+
+    def wait_ready(self, path: str, timeout: float) -> float:
+        def ready() -> bool:
+            if not self.alive():
+                raise AssertionError(f"{self.name} exited ({self.popen and self.popen.returncode}):\n{self.tail()}")
+            return self.get(path)[0] == 200
+
+        return wait_until(ready, timeout, f"{self.name} {path}", self.tail)
+
+
+def _same_series(key: str, name: str, labels: dict[str, str]) -> bool:
+    if not key.startswith(name + "{"):
+        return False
+    pairs = dict(p.split("=", 1) for p in key[len(name) + 1 : -1].split(",") if "=" in p)
+    return {k: v.strip('"') for k, v in pairs.items()} == labels
+
+
+def extender_process(workdir: Path, kubeconfig: Path, policy: Path, lease_namespace: str) -> OurProcess:
+    port = free_port()
+    args = ["extender", "--policy", str(policy), "--kubeconfig", str(kubeconfig), "--host", "127.0.0.1"]
+    args += ["--port", str(port), "--identity", "extender-0", "--lease-namespace", lease_namespace]
+    # The load is re-read every 2 s (the publisher's period), not every 15 s.
+    args += ["--load-interval", "2"]
+    return OurProcess("extender", args, workdir / "extender.log", port)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseTimings:
+    duration: float = 3.0
+    renew_deadline: float = 2.0
+    retry_period: float = 0.25
+
+    def args(self) -> list[str]:
+        return [
+            *("--lease-duration", f"{self.duration:g}", "--renew-deadline", f"{self.renew_deadline:g}"),
+            *("--retry-period", f"{self.retry_period:g}"),
+        ]
+
+
+def controller_process(
+    workdir: Path,
+    kubeconfig: Path,
+    policy: Path,
+    *,
+    lease_namespace: str,
+    lease_name: str,
+    identity: str,
+    lease: LeaseTimings,
+) -> OurProcess:
+    port = free_port()
+    args = ["run", "--policy", str(policy), "--kubeconfig", str(kubeconfig), "--host", "127.0.0.1"]
+    args += ["--port", str(port), "--lease-namespace", lease_namespace, "--lease-name", lease_name]
+    args += ["--identity", identity, "--log-format", "json", *lease.args()]
+    return OurProcess(identity, args, workdir / f"{identity}.log", port)
+
+
+def scheduler_configuration(path: Path, kubeconfig: Path, extender_url: str) -> Path:
+    """kube-scheduler's configuration with deploy/overlays/with-scheduler's profile and extender, plus
+    the bind verb (the extender consumes the pod's Reservation where the binding is decided) and not
+    ignorable (a test must not pass by scheduling around a broken extender)."""
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": LOAD_AWARE_SCHEDULER}],
+        "extenders": [
+            {
+                "urlPrefix": extender_url,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "bindVerb": "bind",
+                "weight": 5,
+                "nodeCacheCapable": True,
+                "ignorable": False,
+                "httpTimeout": "5s",
+            }
+        ],
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+# ---------------------------------------------------------------------------------- the cluster's contents
+
+
+def create_namespace(kube: KubeClient, name: str) -> None:
+    create(kube, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+def delete_quietly(kube: KubeClient, path: str, body: Obj | None = None) -> None:
+    try:
+        kube.request("DELETE", path, body=body)
+    except KubeApiError as error:
+        if error.status != 404:
+            raise
+
+
+def create_test_nodes(kube: KubeClient, names: Iterable[str], run: str, *, cpu: str, memory: str) -> None:
+    """Ready Nodes labelled with the test's run label (so the policy and the pods select only them)."""
+    for name in names:
+        create_node(kube, name, cpu=cpu, memory=memory)
+        merge_patch(kube, f"/api/v1/nodes/{name}", {"metadata": {"labels": {RUN_LABEL: run}}})
+
+
+def cordon(kube: KubeClient, names: Iterable[str], unschedulable: bool = True) -> None:
+    for name in names:
+        merge_patch(kube, f"/api/v1/nodes/{name}", {"spec": {"unschedulable": unschedulable or None}})
+
+
+def deployment(name: str, replicas: int, run: str, *, cpu: str, memory: str, scheduler_name: str | None = None) -> Obj:
+    """A Deployment of pause pods kept on the test's nodes; the default 30 s grace period, so only
+    the kubelet stand-in finishing deletions lets an evicted pod go."""
+    labels = {"app": name}
+    pod_spec: Obj = {
+        "nodeSelector": {RUN_LABEL: run},
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+            }
+        ],
+    }
+    if scheduler_name:
+        pod_spec["schedulerName"] = scheduler_name
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }
+
+
+def ready(pod: Obj) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
+def list_pods(kube: KubeClient, namespace: str) -> list[Obj]:
+    items: list[Obj] = kube.get_json(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    return items
+
+
+def clean_up(kube: KubeClient, namespace: str, nodes: Iterable[str], deployments: Iterable[str]) -> None:
+    """Deployments, then their pods at once (no kubelet would), then the nodes and their NodeMetrics."""
+    for name in deployments:
+        delete_quietly(
+            kube, f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}", {"propagationPolicy": "Background"}
+        )
+    with contextlib.suppress(KubeApiError):
+        kube.request("DELETE", f"/apis/apps/v1/namespaces/{namespace}/replicasets")
+    with contextlib.suppress(KubeApiError):
+        kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods", body={"gracePeriodSeconds": 0})
+    for path in (PMJ_PATH, RESERVATION_PATH):
+        for obj in kube.get_json(path)["items"]:
+            spec = obj.get("spec") or {}
+            namespaces = {(spec.get("podRef") or {}).get("namespace")}
+            namespaces |= {(o.get("controller") or {}).get("namespace") for o in spec.get("owners") or []}
+            if namespace in namespaces:
+                delete_quietly(kube, f"{path}/{obj['metadata']['name']}")
+    for node in nodes:
+        delete_quietly(kube, f"/api/v1/nodes/{node}")
+        delete_quietly(kube, f"/apis/slo.koordinator.sh/v1alpha1/nodemetrics/{node}")
+
+
+# ---------------------------------------------------------------------------------- the recorder
+
+
+@dataclass(slots=True)
+class PodRecord:
+    uid: str
+    name: str
+    node: str = ""
+    owner: str = ""  # the controller's UID
+    created: str = ""
+    terminating_at: float | None = None  # monotonic time the deletion was first seen
+    gone: bool = False
+    new: bool = False  # created while the recorder watched
+
+
+@dataclass(slots=True)
+class ReservationRecord:
+    name: str
+    node: str
+    job: str
+    phases: list[str] = field(default_factory=list)
+    consumed_by: str = ""
+    consumed_by_uid: str = ""
+    acknowledged_by: str = ""
+    message: str = ""
+    deleted: bool = False
+
+    @property
+    def phase(self) -> str:
+        return self.phases[-1] if self.phases else ""
+
+
+Hook = Callable[[str, str, Obj, Obj | None], None]
+
+
+class MoveRecorder:
+    """Follows the namespace's pods and every PodMigrationJob and Reservation through watches,
+    keeping what each one went through; `hooks` see every event (kind, type, object, previous)."""
+
+    def __init__(self, kube: KubeClient, namespace: str) -> None:
+        self.namespace = namespace
+        self.pods: dict[str, PodRecord] = {}
+        self.jobs: dict[str, Obj] = {}
+        self.reservations: dict[str, ReservationRecord] = {}
+        self.terminations: list[str] = []  # pod UIDs in the order their deletion began
+        self.in_flight_peak: dict[str, int] = {}  # workload → most jobs Running at once
+        self.hooks: list[Hook] = []
+        self._lock = threading.RLock()
+        self._last: dict[tuple[str, str], Obj] = {}
+        self._watches = [
+            ObjectWatch(kube, f"/api/v1/namespaces/{namespace}/pods", self._pod, name="recorder-pods"),
+            ObjectWatch(kube, PMJ_PATH, self._job, name="recorder-jobs"),
+            ObjectWatch(kube, RESERVATION_PATH, self._reservation, name="recorder-reservations"),
+        ]
+
+    @property
+    def errors(self) -> list[str]:
+        return [e for w in self._watches for e in w.errors]
+
+    def start(self, timeout: float = 30.0) -> MoveRecorder:
+        for watch in self._watches:
+            watch.start()
+        for watch in self._watches:
+            if not watch.synced.wait(timeout):
+                raise AssertionError(f"recorder not synced within {timeout}s: {self.errors}")
+        return self
+
+    def stop(self) -> None:
+        for watch in self._watches:
+            watch.stop()
+
+    def _previous(self, kind: str, kind_type: str, obj: Obj) -> Obj | None:
+        key = (kind, obj["metadata"]["uid"])
+        previous = self._last.get(key)
+        if kind_type == "DELETED":
+            self._last.pop(key, None)
+        else:
+            self._last[key] = obj
+        return previous
+
+    def _notify(self, kind: str, kind_type: str, obj: Obj, previous: Obj | None) -> None:
+        for hook in list(self.hooks):
+            hook(kind, kind_type, obj, previous)
+
+    def _pod(self, kind_type: str, pod: Obj) -> None:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        with self._lock:
+            previous = self._previous("pod", kind_type, pod)
+            record = self.pods.setdefault(meta["uid"], PodRecord(meta["uid"], meta["name"]))
+            record.node = spec.get("nodeName") or record.node
+            record.created = meta.get("creationTimestamp", "")
+            owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+            record.owner = owners[0]["uid"] if owners else ""
+            if meta.get("deletionTimestamp") and record.terminating_at is None and kind_type != "SYNC":
+                record.terminating_at = time.monotonic()
+                self.terminations.append(record.uid)
+            record.gone = record.gone or kind_type == "DELETED"
+            record.new = record.new or kind_type == "ADDED"
+        self._notify("pod", kind_type, pod, previous)
+
+    def _ours(self, job: Obj) -> bool:
+        return bool(((job.get("spec") or {}).get("podRef") or {}).get("namespace") == self.namespace)
+
+    def _job(self, kind_type: str, job: Obj) -> None:
+        if not self._ours(job):
+            return
+        with self._lock:
+            previous = self._previous("job", kind_type, job)
+            if kind_type != "DELETED":
+                self.jobs[job["metadata"]["name"]] = job
+            running: dict[str, int] = {}
+            for other in self.jobs.values():
+                status = other.get("status") or {}
+                if status.get("phase") == "Running":
+                    workload = (status.get("workload") or {}).get("name", "")
+                    running[workload] = running.get(workload, 0) + 1
+            for workload, count in running.items():
+                self.in_flight_peak[workload] = max(self.in_flight_peak.get(workload, 0), count)
+        self._notify("job", kind_type, job, previous)
+
+    def _reservation(self, kind_type: str, obj: Obj) -> None:
+        meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+        owners = spec.get("owners") or []
+        if not any(((o.get("controller") or {}).get("namespace")) == self.namespace for o in owners):
+            return
+        with self._lock:
+            previous = self._previous("reservation", kind_type, obj)
+            job = (meta.get("labels") or {}).get(LABEL_JOB, "")
+            record = self.reservations.setdefault(meta["name"], ReservationRecord(meta["name"], spec["nodeName"], job))
+            phase = status.get("phase") or "Pending"
+            if not record.phases or record.phases[-1] != phase:
+                record.phases.append(phase)
+            record.consumed_by = status.get("consumedBy") or record.consumed_by
+            record.consumed_by_uid = status.get("consumedByUID") or record.consumed_by_uid
+            record.acknowledged_by = status.get("acknowledgedBy") or record.acknowledged_by
+            record.message = status.get("message") or record.message
+            record.deleted = kind_type == "DELETED"
+        self._notify("reservation", kind_type, obj, previous)
+
+    # ------------------------------------------------------------------ views
+
+    def job_list(self) -> list[Obj]:
+        with self._lock:
+            return list(self.jobs.values())
+
+    def live_reservations(self) -> list[ReservationRecord]:
+        with self._lock:
+            return [r for r in self.reservations.values() if not r.deleted]
+
+
+def phase(job: Obj) -> str:
+    return str((job.get("status") or {}).get("phase", ""))
+
+
+def condition(job: Obj, kind: str) -> Obj | None:
+    return next((c for c in (job.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
+
+
+def has(job: Obj, kind: str) -> bool:
+    found = condition(job, kind)
+    return found is not None and found.get("status") == "True"
+
+
+def summary(job: Obj) -> str:
+    status = job.get("status") or {}
+    ref = (job.get("spec") or {}).get("podRef") or {}
+    return (
+        f"{job['metadata']['name']} pod={ref.get('name')} {status.get('sourceNode', '?')}->"
+        f"{status.get('targetNode', '?')} {status.get('phase')} {status.get('reason', '')}: {status.get('message', '')}"
+    )
+
+
+@contextlib.contextmanager
+def running(process: OurProcess) -> Iterator[OurProcess]:
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()

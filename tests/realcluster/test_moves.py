@@ -1,0 +1,586 @@
+"""The whole loop on a real control plane (issue 19): kube-apiserver, etcd, kube-controller-manager
+(Deployments, ReplicaSets, disruption, garbage collection) and kube-scheduler, with a kubelet
+stand-in and a NodeMetric publisher over the API, and `descheduler run` as a process.
+
+- kube-scheduler calling `descheduler extender` (filter, prioritize, bind): every move lands on its
+  Reservation, judged from the pods' nodes and the Reservations' consumedByUID, not the job's record;
+- the stock kube-scheduler alone: no job fails because nothing honours Reservations, the hot nodes
+  are relieved, and the controller says no reservation-aware scheduler answers;
+- the controller SIGKILLed at each migration step: no pod evicted twice, no orphan Reservation,
+  every job decided as its replacement's node says.
+
+Pods use 2.2 times their cpu request (`descheduler.sim.usage` models), so the nodes that hold the
+hot workloads run hot while their requests look modest, as on a real cluster.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from controlplane import ControlPlane, Process
+from moves_support import (
+    LOAD_AWARE_SCHEDULER,
+    LeaseTimings,
+    MoveRecorder,
+    OurProcess,
+    clean_up,
+    controller_process,
+    cordon,
+    create_namespace,
+    create_test_nodes,
+    delete_quietly,
+    deployment,
+    extender_process,
+    has,
+    list_pods,
+    phase,
+    ready,
+    scheduler_configuration,
+    summary,
+    wait_until,
+)
+from realcluster_support import create, install_node_metric_crd, install_our_crds
+from standin import KubeletStandIn, LoadPublisher
+
+from descheduler.kube import KubeClient
+from descheduler.sim.usage import UsageSpec
+
+# Every deadline below is derived from these timings times SLACK, so the tests wait on conditions,
+# never on the speed of the machine.
+INTERVAL = 3.0  # the policy's cycle
+TTL = 75.0  # a job's
+COOLDOWN = 5.0  # the policy's cooldown and the workload limiter's window
+PER_WINDOW = 3  # moves per workload per window
+PUBLISH = 2.0  # the NodeMetric publisher's period
+LEASE = LeaseTimings(duration=3.0, renew_deadline=2.0, retry_period=0.25)
+# Importing, listing every kind and syncing a cache on a busy two-core machine.
+STARTUP = 30.0
+SLACK = 2.0
+# Moves planned after the last job ended: none, for this long (two cycles and a metrics round).
+QUIET = 2 * INTERVAL + PUBLISH
+
+CPU_REQUEST_M = 50
+HOT_FACTOR = 2.2
+NODE_CPU_M = 4000
+OVERHEAD_M = 200
+HIGH, LOW = 70, 45
+
+
+def needed_moves(pods_per_node: list[int]) -> int:
+    """Moves that bring every node at or under HIGH% cpu, at HOT_FACTOR × the request per pod."""
+    per_pod = CPU_REQUEST_M * HOT_FACTOR
+    room = NODE_CPU_M * HIGH / 100 - OVERHEAD_M
+    return sum(max(0, math.ceil(n - room / per_pod)) for n in pods_per_node)
+
+
+def policy_text(run: str, namespace: str) -> str:
+    return f"""\
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+interval: {INTERVAL:g}s
+loadSource: {{type: nodeMetric}}
+nodeSelector: {{matchLabels: {{realcluster.descheduler.dev/run: "{run}"}}}}
+evictor:
+  namespaces: {{include: ["{namespace}"]}}
+strategies:
+  - name: LowNodeLoad
+    args:
+      lowThresholds: {{cpu: {LOW}, memory: 55}}
+      highThresholds: {{cpu: {HIGH}, memory: 80}}
+migration:
+  ttl: {TTL:g}s
+  cooldown: {COOLDOWN:g}s
+  maxMigratingPerNode: 4
+  maxMigratingPerWorkload: "50%"
+  maxUnavailablePerWorkload: "50%"
+  objectLimiters:
+    workload: {{duration: {COOLDOWN:g}s, maxMigrating: {PER_WINDOW}}}
+  evictQPS: 20
+  evictBurst: 5
+"""
+
+
+EXTENDER_POLICY = """\
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+loadSource: {type: nodeMetric}
+"""
+
+CALM = UsageSpec.model_validate({"default": {"cpu": {"fraction": 0.3}, "memory": {"fraction": 0.5}}})
+
+
+def hot(apps: list[str]) -> UsageSpec:
+    """CALM, except the pods of `apps` use HOT_FACTOR × their cpu request."""
+    rule = {
+        "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": apps}]},
+        "cpu": {"fraction": HOT_FACTOR},
+        "memory": {"fraction": 0.5},
+    }
+    return UsageSpec.model_validate({"default": CALM.default.model_dump(), "pods": [rule]})
+
+
+# ---------------------------------------------------------------------------------- fixtures
+
+
+@dataclass
+class Components:
+    """What the module shares: the controller-manager, both schedulers, the extender."""
+
+    workdir: Path
+    scheduler_namespace: str  # where the extender renews the scheduler Lease
+    extender: OurProcess
+    processes: list[Process]
+
+
+@pytest.fixture(scope="module")
+def components(
+    control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Components]:
+    """kube-controller-manager, the stock kube-scheduler, `descheduler extender` and a kube-scheduler
+    whose profile `load-aware-scheduler` calls it; all stopped when the module ends, so later tests
+    find the bare control plane they expect."""
+    workdir = tmp_path_factory.mktemp("moves")
+    install_our_crds(kube)
+    install_node_metric_crd(kube)
+    scheduler_namespace = f"moves-scheduler-{uuid.uuid4().hex[:5]}"
+    create_namespace(kube, scheduler_namespace)
+    started: list[Process] = []
+    extender_policy = workdir / "extender-policy.yaml"
+    extender_policy.write_text(EXTENDER_POLICY)
+    extender = extender_process(workdir, control_plane.kubeconfig, extender_policy, scheduler_namespace)
+    try:
+        started.append(control_plane.start_controller_manager())
+        started.append(control_plane.start_scheduler())
+        extender.start()
+        extender.wait_ready("/readyz", SLACK * STARTUP)
+        config = scheduler_configuration(
+            workdir / "load-aware-scheduler.yaml", control_plane.kubeconfig, f"http://127.0.0.1:{extender.port}"
+        )
+        started.append(control_plane.start_scheduler(config))
+        yield Components(workdir, scheduler_namespace, extender, started)
+    finally:
+        for process in reversed(started):
+            process.stop()
+        extender.stop()
+        delete_quietly(kube, f"/api/v1/namespaces/{scheduler_namespace}")
+
+
+@dataclass
+class Stage:
+    """One test's cluster contents: nodes, workloads, the stand-ins, the recorder."""
+
+    kube: KubeClient
+    namespace: str
+    run: str
+    hot_nodes: list[str]
+    cool_nodes: list[str]
+    workloads: dict[str, int] = field(default_factory=dict)
+    standin: KubeletStandIn | None = None
+    publisher: LoadPublisher | None = None
+    recorder: MoveRecorder | None = None
+
+    @property
+    def nodes(self) -> list[str]:
+        return [*self.hot_nodes, *self.cool_nodes]
+
+
+def prepare(stage: Stage, scheduler_name: str | None) -> dict[str, int]:
+    """The workloads placed on the hot nodes alone (cool ones cordoned), every pod Running and Ready;
+    then the cool nodes opened and the workloads' load raised. Returns the pods per hot node."""
+    kube, namespace = stage.kube, stage.namespace
+    create_test_nodes(kube, stage.nodes, stage.run, cpu=f"{NODE_CPU_M}m", memory="16Gi")
+    cordon(kube, stage.cool_nodes)
+    stage.standin = KubeletStandIn(kube, stage.nodes).start()
+    stage.publisher = LoadPublisher(kube, stage.nodes, CALM, period=PUBLISH).start()
+    for name, replicas in stage.workloads.items():
+        manifest = deployment(
+            name, replicas, stage.run, cpu=f"{CPU_REQUEST_M}m", memory="64Mi", scheduler_name=scheduler_name
+        )
+        create(kube, f"/apis/apps/v1/namespaces/{namespace}/deployments", manifest)
+    total = sum(stage.workloads.values())
+
+    def all_ready() -> bool:
+        pods = list_pods(kube, namespace)
+        return len(pods) == total and all(ready(p) for p in pods)
+
+    # The ReplicaSet controller, the scheduler and the stand-in each take well under a second a pod.
+    wait_until(
+        all_ready,
+        SLACK * (STARTUP + total * 0.2),
+        "every pod Running and Ready",
+        lambda: stage.standin and stage.standin.errors,
+    )
+    per_node: dict[str, int] = {}
+    for pod in list_pods(kube, namespace):
+        per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 1
+    cordon(kube, stage.cool_nodes, unschedulable=False)
+    rounds = stage.publisher.rounds
+    stage.publisher.set_spec(hot(list(stage.workloads)))
+    wait_until(
+        lambda: stage.publisher is not None and stage.publisher.rounds >= rounds + 2,
+        SLACK * 2 * PUBLISH,
+        "hot load published",
+    )
+    stage.recorder = MoveRecorder(kube, namespace).start()
+    return per_node
+
+
+@pytest.fixture
+def stage(kube: KubeClient, namespace: str) -> Iterator[Stage]:
+    run = namespace[-5:]
+    made = Stage(
+        kube,
+        namespace,
+        run,
+        hot_nodes=[],
+        cool_nodes=[],
+    )
+    yield made
+    for part in (made.recorder, made.publisher):
+        if part is not None:
+            part.stop()
+    clean_up(kube, namespace, made.nodes, made.workloads)
+    if made.standin is not None:
+        made.standin.stop()
+
+
+def node_names(run: str, prefix: str, count: int) -> list[str]:
+    return [f"moves-{run}-{prefix}-{i}" for i in range(1, count + 1)]
+
+
+def start_controller(
+    stage: Stage, components: Components, kubeconfig: Path, *, identity: str, lease_namespace: str
+) -> OurProcess:
+    policy = components.workdir / f"policy-{stage.run}.yaml"
+    policy.write_text(policy_text(stage.run, stage.namespace))
+    process = controller_process(
+        components.workdir,
+        kubeconfig,
+        policy,
+        lease_namespace=lease_namespace,
+        lease_name=f"descheduler-{stage.run}",
+        identity=identity,
+        lease=LEASE,
+    )
+    return process.start()
+
+
+def wait_leader(controller: OurProcess) -> float:
+    def leading() -> bool:
+        if not controller.alive():
+            raise AssertionError(f"{controller.name} exited:\n{controller.tail()}")
+        return controller.metric("descheduler_leader") == 1.0
+
+    return wait_until(
+        leading, SLACK * (STARTUP + LEASE.duration + LEASE.retry_period), f"{controller.name} leading", controller.tail
+    )
+
+
+TERMINAL = {"Succeeded", "Failed", "Aborted"}
+
+
+def wait_settled(stage: Stage, controller: OurProcess, timeout: float) -> float:
+    """Until no node is high, every job has ended and no Reservation of ours is left, holding for QUIET."""
+    recorder = stage.recorder
+    assert recorder is not None
+    since: list[float] = []
+
+    def settled_now() -> bool:
+        if not controller.alive():
+            raise AssertionError(f"{controller.name} exited:\n{controller.tail()}")
+        jobs = recorder.job_list()
+        return (
+            controller.metric("descheduler_nodes", **{"class": "high"}) == 0.0
+            and bool(jobs)
+            and all(phase(j) in TERMINAL for j in jobs)
+            and not recorder.live_reservations()
+        )
+
+    def settled() -> bool:
+        if not settled_now():
+            since.clear()
+            return False
+        since.append(time.monotonic())
+        return since[-1] - since[0] >= QUIET
+
+    def state() -> Any:
+        return {
+            "high": controller.metric("descheduler_nodes", **{"class": "high"}),
+            "open jobs": [summary(j) for j in recorder.job_list() if phase(j) not in TERMINAL],
+            "reservations": [(r.name, r.phases) for r in recorder.live_reservations()],
+            "published": stage.publisher.last if stage.publisher else None,
+            "log": controller.tail(15),
+        }
+
+    return wait_until(settled, timeout, "hot nodes relieved and every job ended", state)
+
+
+@dataclass
+class Judgement:
+    problems: list[str]
+    evicted: int
+    replacements: int
+
+
+def judge(stage: Stage, *, expect_reservations: bool) -> Judgement:
+    """Every move judged from the API's own facts: which pods began terminating, which pods the
+    Reservations say consumed them, the nodes those pods were bound to."""
+    recorder = stage.recorder
+    assert recorder is not None
+    problems: list[str] = []
+    jobs = recorder.job_list()
+    pod_uid_of = {
+        j["metadata"]["name"]: (j.get("spec") or {}).get("podRef", {}).get("uid")
+        or (j.get("status") or {}).get("podUid", "")
+        for j in jobs
+    }
+    subjects = [u for u in pod_uid_of.values() if u]
+    if len(subjects) != len(set(subjects)):
+        problems.append(f"a pod is the subject of two jobs: {sorted(subjects)}")
+    evicted = set(recorder.terminations)
+    if len(recorder.terminations) != len(evicted):
+        problems.append("a pod's deletion began twice")
+    for uid in evicted - set(subjects):
+        record = recorder.pods[uid]
+        problems.append(f"pod {record.name} ({uid}) was deleted but no job moves it (a second eviction?)")
+    new_pods = [p for p in recorder.pods.values() if p.new]
+    if len(new_pods) != len(evicted):
+        problems.append(f"{len(evicted)} pods evicted but {len(new_pods)} pods created")
+    consumers: dict[str, str] = {}
+    for job in jobs:
+        name, status = job["metadata"]["name"], job.get("status") or {}
+        was_evicted = pod_uid_of[name] in evicted
+        if not expect_reservations:
+            if phase(job) == "Failed":
+                problems.append(f"failed: {summary(job)}")
+            continue
+        reservations = [r for r in recorder.reservations.values() if r.job == name]
+        consumed = [r for r in reservations if r.consumed_by_uid and "Consumed" in r.phases]
+        landed = False
+        for r in consumed:
+            consumers.setdefault(r.consumed_by_uid, r.name)
+            if consumers[r.consumed_by_uid] != r.name:
+                problems.append(
+                    f"pod {r.consumed_by} consumed two Reservations: {consumers[r.consumed_by_uid]}, {r.name}"
+                )
+            pod = recorder.pods.get(r.consumed_by_uid)
+            if pod is None:
+                problems.append(
+                    f"{r.name}: consumer {r.consumed_by} ({r.consumed_by_uid}) never seen in {stage.namespace}"
+                )
+            elif pod.node != r.node:
+                problems.append(f"{r.name}: held room on {r.node} but its consumer {pod.name} is on {pod.node}")
+            else:
+                landed = True
+            new_ref = status.get("newPodRef") or {}
+            if phase(job) == "Succeeded" and new_ref.get("uid") and new_ref.get("uid") != r.consumed_by_uid:
+                problems.append(
+                    f"{name} names {new_ref.get('name')} its replacement but {r.name} was consumed by {r.consumed_by}"
+                )
+        expected = "Succeeded" if was_evicted and landed else None
+        if expected is not None and phase(job) != expected:
+            problems.append(f"expected Succeeded (replacement on its Reservation): {summary(job)}")
+        if expected is None and phase(job) == "Succeeded":
+            problems.append(
+                f"Succeeded without a replacement on its Reservation: {summary(job)}, reservations {[(r.name, r.phases, r.consumed_by) for r in reservations]}"
+            )
+        if not was_evicted and phase(job) not in ("Aborted", "Failed"):
+            problems.append(f"never evicted yet {phase(job)}: {summary(job)}")
+    return Judgement(problems, len(evicted), len(new_pods))
+
+
+# ---------------------------------------------------------------------------------- the tests
+
+
+def test_with_the_extender_every_move_lands_on_its_reservation(
+    components: Components, stage: Stage, kubeconfig: Path
+) -> None:
+    stage.hot_nodes = node_names(stage.run, "hot", 3)
+    stage.cool_nodes = node_names(stage.run, "cool", 3)
+    stage.workloads = {"web": 48, "api": 48}
+    per_node = prepare(stage, LOAD_AWARE_SCHEDULER)
+    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    assert moves >= 20, f"the layout needs only {moves} moves: {per_node}"
+    began = time.monotonic()
+    controller = start_controller(
+        stage,
+        components,
+        kubeconfig,
+        identity=f"controller-{stage.run}",
+        lease_namespace=components.scheduler_namespace,
+    )
+    try:
+        wait_leader(controller)
+        windows = math.ceil(moves / (PER_WINDOW * len(stage.workloads)))
+        took = wait_settled(stage, controller, SLACK * (STARTUP + windows * max(COOLDOWN, INTERVAL) + TTL))
+    finally:
+        controller.stop()
+    elapsed = time.monotonic() - began
+    recorder = stage.recorder
+    assert recorder is not None
+    jobs = recorder.job_list()
+    verdict = judge(stage, expect_reservations=True)
+    print(
+        f"\nwith the extender: {len(jobs)} jobs, {sum(phase(j) == 'Succeeded' for j in jobs)} Succeeded, "
+        f"{verdict.evicted} evictions, {verdict.replacements} replacements, needed ≥ {moves}; "
+        f"most in flight per workload {recorder.in_flight_peak}; {elapsed:.0f}s from start ({took:.0f}s to settle)"
+    )
+    assert not verdict.problems, "\n".join(verdict.problems)
+    assert [summary(j) for j in jobs if phase(j) != "Succeeded"] == []
+    assert len(jobs) >= 20
+    assert max(recorder.in_flight_peak.values()) >= 2, recorder.in_flight_peak
+    assert all(r.phases[-1] == "Consumed" and r.deleted for r in recorder.reservations.values()), [
+        (r.name, r.phases, r.deleted) for r in recorder.reservations.values()
+    ]
+
+
+def test_with_the_stock_scheduler_no_job_fails_for_want_of_a_reservation(
+    components: Components, stage: Stage, kubeconfig: Path
+) -> None:
+    stage.hot_nodes = node_names(stage.run, "hot", 2)
+    stage.cool_nodes = node_names(stage.run, "cool", 2)
+    stage.workloads = {"shop": 32, "cart": 32}
+    per_node = prepare(stage, None)
+    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    began = time.monotonic()
+    # Its own namespace for the Leases: no scheduler Lease there, as on a cluster without the extender.
+    controller = start_controller(
+        stage, components, kubeconfig, identity=f"controller-{stage.run}", lease_namespace=stage.namespace
+    )
+    try:
+        wait_leader(controller)
+        windows = math.ceil(moves / (PER_WINDOW * len(stage.workloads)))
+        took = wait_settled(stage, controller, SLACK * (STARTUP + windows * max(COOLDOWN, INTERVAL) + TTL))
+    finally:
+        controller.stop()
+    recorder = stage.recorder
+    assert recorder is not None
+    jobs = recorder.job_list()
+    verdict = judge(stage, expect_reservations=False)
+    print(
+        f"\nstock scheduler: {len(jobs)} jobs {sorted(phase(j) for j in jobs)}, {verdict.evicted} evictions, "
+        f"needed ≥ {moves}; {time.monotonic() - began:.0f}s ({took:.0f}s to settle)"
+    )
+    assert not verdict.problems, "\n".join(verdict.problems)
+    assert not recorder.reservations, "a Reservation was made with no scheduler to honour it"
+    records = controller.records()
+    said = [r for r in records if str(r.get("event", "")).startswith("no reservation-aware scheduler answers")]
+    warned = [
+        r
+        for r in records
+        if r.get("event") == "plan warning" and "no reservation-aware scheduler answers" in str(r.get("warning", ""))
+    ]
+    assert said, controller.tail()
+    assert warned, controller.tail()
+
+
+STEPS = ("Reservation created", "Reservation Available", "pod evicted", "ReplacementBound")
+
+
+class StepKiller:
+    """SIGKILLs the armed controller the moment any job of ours reaches the armed step."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._armed: tuple[int, OurProcess] | None = None
+        self.fired = threading.Event()
+        self.kills: list[str] = []
+
+    def arm(self, step: int, process: OurProcess) -> None:
+        with self._lock:
+            self.fired.clear()
+            self._armed = (step, process)
+
+    def __call__(self, kind: str, kind_type: str, obj: dict[str, Any], previous: dict[str, Any] | None) -> None:
+        with self._lock:
+            if self._armed is None or kind_type == "SYNC":
+                return
+            step, process = self._armed
+            if not self._reached(step, kind, kind_type, obj, previous):
+                return
+            process.kill()
+            self.kills.append(f"{STEPS[step]}: {kind} {obj['metadata']['name']}")
+            self._armed = None
+            self.fired.set()
+
+    @staticmethod
+    def _reached(step: int, kind: str, kind_type: str, obj: dict[str, Any], previous: dict[str, Any] | None) -> bool:
+        status = obj.get("status") or {}
+        before = (previous or {}).get("status") or {}
+        if step == 0:
+            return kind == "reservation" and kind_type == "ADDED"
+        if step == 1:
+            return kind == "reservation" and status.get("phase") == "Available" and before.get("phase") != "Available"
+        if step == 2:
+            return (
+                kind == "pod"
+                and bool(obj["metadata"].get("deletionTimestamp"))
+                and not (previous or {}).get("metadata", {}).get("deletionTimestamp")
+            )
+        return kind == "job" and has(obj, "ReplacementBound") and not has(previous or {}, "ReplacementBound")
+
+
+def test_controller_killed_at_each_step_evicts_once_and_decides_every_job(
+    components: Components, stage: Stage, kubeconfig: Path
+) -> None:
+    stage.hot_nodes = node_names(stage.run, "hot", 1)
+    stage.cool_nodes = node_names(stage.run, "cool", 2)
+    stage.workloads = {"shop": 34}
+    per_node = prepare(stage, LOAD_AWARE_SCHEDULER)
+    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    assert moves >= len(STEPS), per_node
+    recorder = stage.recorder
+    assert recorder is not None
+    killer = StepKiller()
+    recorder.hooks.append(killer)
+    began = time.monotonic()
+    controllers: list[OurProcess] = []
+
+    def start(index: int) -> OurProcess:
+        process = start_controller(
+            stage,
+            components,
+            kubeconfig,
+            identity=f"controller-{stage.run}-{index}",
+            lease_namespace=components.scheduler_namespace,
+        )
+        controllers.append(process)
+        return process
+
+    try:
+        controller = start(0)
+        for step in range(len(STEPS)):
+            wait_leader(controller)
+            killer.arm(step, controller)
+            # Each step comes within a few cycles of the last restart (a move takes seconds).
+            wait_until(
+                killer.fired.is_set,
+                SLACK * (STARTUP + 2 * COOLDOWN + TTL),
+                f"a job to reach {STEPS[step]}",
+                controller.tail,
+            )
+            assert not controller.alive()
+            controller = start(step + 1)
+        wait_leader(controller)
+        took = wait_settled(stage, controller, SLACK * (STARTUP + moves * max(COOLDOWN, INTERVAL) + TTL))
+    finally:
+        for process in controllers:
+            process.stop()
+    jobs = recorder.job_list()
+    verdict = judge(stage, expect_reservations=True)
+    print(
+        f"\nkilled at each step: kills {killer.kills}; {len(jobs)} jobs {sorted(phase(j) for j in jobs)}, "
+        f"{verdict.evicted} evictions, {verdict.replacements} replacements; {time.monotonic() - began:.0f}s ({took:.0f}s to settle)"
+    )
+    assert len(killer.kills) == len(STEPS)
+    assert not verdict.problems, "\n".join(verdict.problems)
+    assert not recorder.live_reservations()
+    assert [summary(j) for j in jobs if phase(j) not in TERMINAL] == []
