@@ -187,7 +187,9 @@ def test_a_protobuf_body_is_415_with_a_status(api_server: ServerUnderTest) -> No
 
 
 def test_a_yaml_body_is_read(api_server: ServerUnderTest) -> None:
-    manifest = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: from-yaml\nspec:\n  containers:\n  - name: c\n    image: nginx\n"
+    manifest = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: from-yaml\nspec:\n  containers:\n  - name: c\n    image: nginx\n"
+    )
     status, _, body = raw_request(
         api_server, "POST", _pods(api_server), data=manifest.encode(), content_type="application/yaml"
     )

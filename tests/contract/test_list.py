@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from contract_support import pod, running_pod, status_body
 from kubernetes import client
+from servers import ServerUnderTest
 
 from descheduler.sim.apiserver import FakeApiServer
 
@@ -87,10 +88,11 @@ def test_unsupported_field_selector_returns_400(core: Any) -> None:
     assert "field label not supported" in status_body(info.value)["message"]
 
 
-def test_field_selector_metadata_name_works_for_every_kind(core: Any) -> None:
-    core.create_node({"metadata": {"name": "n1"}})
-    core.create_node({"metadata": {"name": "n2"}})
-    assert [n.metadata.name for n in core.list_node(field_selector="metadata.name=n2").items] == ["n2"]
+def test_field_selector_metadata_name_works_for_every_kind(core: Any, api_server: ServerUnderTest) -> None:
+    n1, n2 = api_server.unique("n1"), api_server.unique("n2")
+    core.create_node({"metadata": {"name": n1}})
+    core.create_node({"metadata": {"name": n2}})
+    assert [n.metadata.name for n in core.list_node(field_selector=f"metadata.name={n2}").items] == [n2]
 
 
 def test_list_in_a_namespace_excludes_other_namespaces(core: Any, server: FakeApiServer) -> None:

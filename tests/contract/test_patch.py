@@ -14,10 +14,14 @@ from descheduler.sim.apiserver import FakeApiServer
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
+POD_SPEC_IMMUTABLE = (
+    "the real server forbids pod container list changes (pod spec is immutable but for images and a few fields); "
+    "the fake does not validate pod updates"
+)
 
 
-def _two_container_pod() -> dict[str, Any]:
-    body = pod("p", labels={"app": "web", "tier": "front"})
+def _two_container_pod(ns: str) -> dict[str, Any]:
+    body = pod("p", ns, labels={"app": "web", "tier": "front"})
     body["spec"]["containers"] = [
         {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]},
         {"name": "sidecar", "image": "proxy:1"},
@@ -25,24 +29,26 @@ def _two_container_pod() -> dict[str, Any]:
     return body
 
 
-def test_merge_patch_merges_maps_and_null_deletes_keys(core: Any) -> None:
-    core.create_namespaced_pod("default", _two_container_pod())
+def test_merge_patch_merges_maps_and_null_deletes_keys(core: Any, ns: str) -> None:
+    core.create_namespaced_pod(ns, _two_container_pod(ns))
     patched = core.patch_namespaced_pod(
-        "p", "default", {"metadata": {"labels": {"tier": None, "new": "x"}}}, _content_type=MERGE
+        "p", ns, {"metadata": {"labels": {"tier": None, "new": "x"}}}, _content_type=MERGE
     )
     assert patched.metadata.labels == {"app": "web", "new": "x"}
 
 
-def test_merge_patch_replaces_lists_whole(core: Any) -> None:
-    core.create_namespaced_pod("default", _two_container_pod())
+@pytest.mark.fake_only(POD_SPEC_IMMUTABLE)
+def test_merge_patch_replaces_lists_whole(core: Any, ns: str) -> None:
+    core.create_namespaced_pod(ns, _two_container_pod(ns))
     patched = core.patch_namespaced_pod(
-        "p", "default", {"spec": {"containers": [{"name": "only", "image": "x"}]}}, _content_type=MERGE
+        "p", ns, {"spec": {"containers": [{"name": "only", "image": "x"}]}}, _content_type=MERGE
     )
     assert [c.name for c in patched.spec.containers] == ["only"]
 
 
-def test_json_patch_applies_operations_in_order(core: Any) -> None:
-    core.create_namespaced_pod("default", _two_container_pod())
+@pytest.mark.fake_only(POD_SPEC_IMMUTABLE)
+def test_json_patch_applies_operations_in_order(core: Any, ns: str) -> None:
+    core.create_namespaced_pod(ns, _two_container_pod(ns))
     ops = [
         {"op": "add", "path": "/metadata/annotations", "value": {"a/b": "1"}},
         {"op": "replace", "path": "/spec/containers/1/image", "value": "proxy:2"},
@@ -52,50 +58,51 @@ def test_json_patch_applies_operations_in_order(core: Any) -> None:
         {"op": "add", "path": "/spec/containers/-", "value": {"name": "third", "image": "t"}},
         {"op": "test", "path": "/metadata/annotations/a~1b", "value": "1"},
     ]
-    patched = core.patch_namespaced_pod("p", "default", ops)
+    patched = core.patch_namespaced_pod("p", ns, ops)
     assert patched.metadata.annotations == {"a/b": "1"}
     assert patched.metadata.labels == {"app": "web", "moved": "web"}
     assert [c.image for c in patched.spec.containers] == ["app:1", "proxy:2", "t"]
 
 
-def test_json_patch_failed_test_returns_422_and_changes_nothing(core: Any) -> None:
-    created = core.create_namespaced_pod("default", _two_container_pod())
+def test_json_patch_failed_test_returns_422_and_changes_nothing(core: Any, ns: str) -> None:
+    created = core.create_namespaced_pod(ns, _two_container_pod(ns))
     ops = [
         {"op": "replace", "path": "/metadata/labels/app", "value": "changed"},
         {"op": "test", "path": "/metadata/labels/tier", "value": "back"},
     ]
     with pytest.raises(client.ApiException) as info:
-        core.patch_namespaced_pod("p", "default", ops)
+        core.patch_namespaced_pod("p", ns, ops)
     assert info.value.status == 422
-    after = core.read_namespaced_pod("p", "default")
+    after = core.read_namespaced_pod("p", ns)
     assert after.metadata.labels["app"] == "web"
     assert after.metadata.resource_version == created.metadata.resource_version
 
 
-def test_json_patch_on_missing_path_returns_422(core: Any) -> None:
-    core.create_namespaced_pod("default", _two_container_pod())
+def test_json_patch_on_missing_path_returns_422(core: Any, ns: str) -> None:
+    core.create_namespaced_pod(ns, _two_container_pod(ns))
     with pytest.raises(client.ApiException) as info:
-        core.patch_namespaced_pod("p", "default", [{"op": "remove", "path": "/metadata/annotations/nope"}])
+        core.patch_namespaced_pod("p", ns, [{"op": "remove", "path": "/metadata/annotations/nope"}])
     assert info.value.status == 422
 
 
-def test_strategic_merge_patch_merges_containers_by_name(core: Any) -> None:
-    core.create_namespaced_pod("default", _two_container_pod())
+def test_strategic_merge_patch_merges_containers_by_name(core: Any, ns: str) -> None:
+    core.create_namespaced_pod(ns, _two_container_pod(ns))
     patch = {"spec": {"containers": [{"name": "sidecar", "image": "proxy:2"}]}}
-    patched = core.patch_namespaced_pod("p", "default", patch, _content_type=STRATEGIC)
+    patched = core.patch_namespaced_pod("p", ns, patch, _content_type=STRATEGIC)
     assert [(c.name, c.image) for c in patched.spec.containers] == [("app", "app:1"), ("sidecar", "proxy:2")]
 
 
-def test_strategic_merge_patch_is_the_clients_default_for_object_patches(core: Any) -> None:
-    core.create_namespaced_pod("default", _two_container_pod())
-    patched = core.patch_namespaced_pod("p", "default", {"spec": {"containers": [{"name": "app", "image": "app:2"}]}})
+def test_strategic_merge_patch_is_the_clients_default_for_object_patches(core: Any, ns: str) -> None:
+    core.create_namespaced_pod(ns, _two_container_pod(ns))
+    patched = core.patch_namespaced_pod("p", ns, {"spec": {"containers": [{"name": "app", "image": "app:2"}]}})
     assert [c.image for c in patched.spec.containers] == ["app:2", "proxy:1"]
 
 
-def test_strategic_merge_patch_delete_directive_removes_list_item(core: Any) -> None:
-    core.create_namespaced_pod("default", _two_container_pod())
+@pytest.mark.fake_only(POD_SPEC_IMMUTABLE)
+def test_strategic_merge_patch_delete_directive_removes_list_item(core: Any, ns: str) -> None:
+    core.create_namespaced_pod(ns, _two_container_pod(ns))
     patch = {"spec": {"containers": [{"name": "sidecar", "$patch": "delete"}]}}
-    patched = core.patch_namespaced_pod("p", "default", patch, _content_type=STRATEGIC)
+    patched = core.patch_namespaced_pod("p", ns, patch, _content_type=STRATEGIC)
     assert [c.name for c in patched.spec.containers] == ["app"]
 
 
@@ -126,25 +133,25 @@ def test_custom_resource_merge_patch_is_the_clients_default(custom: Any, server:
     assert patched["spec"] == {"nodeName": "n1"}
 
 
-def test_patch_with_stale_resource_version_returns_409(core: Any) -> None:
-    created = core.create_namespaced_pod("default", _two_container_pod())
-    core.patch_namespaced_pod("p", "default", {"metadata": {"labels": {"x": "1"}}})
+def test_patch_with_stale_resource_version_returns_409(core: Any, ns: str) -> None:
+    created = core.create_namespaced_pod(ns, _two_container_pod(ns))
+    core.patch_namespaced_pod("p", ns, {"metadata": {"labels": {"x": "1"}}})
     stale = {"metadata": {"resourceVersion": created.metadata.resource_version, "labels": {"y": "2"}}}
     with pytest.raises(client.ApiException) as info:
-        core.patch_namespaced_pod("p", "default", stale, _content_type=MERGE)
+        core.patch_namespaced_pod("p", ns, stale, _content_type=MERGE)
     assert info.value.status == 409
     assert status_body(info.value)["reason"] == "Conflict"
 
 
-def test_patch_with_current_resource_version_succeeds(core: Any) -> None:
-    created = core.create_namespaced_pod("default", _two_container_pod())
+def test_patch_with_current_resource_version_succeeds(core: Any, ns: str) -> None:
+    created = core.create_namespaced_pod(ns, _two_container_pod(ns))
     body = {"metadata": {"resourceVersion": created.metadata.resource_version, "labels": {"y": "2"}}}
-    assert core.patch_namespaced_pod("p", "default", body, _content_type=MERGE).metadata.labels["y"] == "2"
+    assert core.patch_namespaced_pod("p", ns, body, _content_type=MERGE).metadata.labels["y"] == "2"
 
 
-def test_patch_of_missing_object_returns_404(core: Any) -> None:
+def test_patch_of_missing_object_returns_404(core: Any, ns: str) -> None:
     with pytest.raises(client.ApiException) as info:
-        core.patch_namespaced_pod("missing", "default", {"metadata": {"labels": {"a": "b"}}})
+        core.patch_namespaced_pod("missing", ns, {"metadata": {"labels": {"a": "b"}}})
     assert info.value.status == 404
 
 

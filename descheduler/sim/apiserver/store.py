@@ -357,6 +357,9 @@ class Store:
         if given_rv not in (None, "") and str(given_rv) != str(entry.rv):
             raise errors.stale(rt, name)
         current = entry.decode()
+        # A uid in an update is a precondition on the real server (409 when it is another object's).
+        if meta.get("uid"):
+            check_preconditions(rt, name, current["metadata"], {"uid": meta["uid"]})
         if subresource == "status":
             new = decode(entry.raw)
             if "status" in obj:
