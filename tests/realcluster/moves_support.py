@@ -340,6 +340,7 @@ class PodRecord:
     owner: str = ""  # the controller's UID
     created: str = ""
     terminating_at: float | None = None  # monotonic time the deletion was first seen
+    terminating_version: int = 0  # the resourceVersion that first showed it (see ReservationRecord)
     gone: bool = False
     new: bool = False  # created while the recorder watched
 
@@ -350,6 +351,10 @@ class ReservationRecord:
     node: str
     job: str
     phases: list[str] = field(default_factory=list)
+    # phase → the resourceVersion that first showed it: kube-apiserver's versions are etcd revisions,
+    # one sequence for every resource, so they order writes across kinds (an implementation detail
+    # of the real server that a test may lean on; clients must not).
+    version_of: dict[str, int] = field(default_factory=dict)
     consumed_by: str = ""
     consumed_by_uid: str = ""
     acknowledged_by: str = ""
@@ -424,6 +429,7 @@ class MoveRecorder:
             record.owner = owners[0]["uid"] if owners else ""
             if meta.get("deletionTimestamp") and record.terminating_at is None and kind_type != "SYNC":
                 record.terminating_at = time.monotonic()
+                record.terminating_version = int(meta["resourceVersion"])
                 self.terminations.append(record.uid)
             record.gone = record.gone or kind_type == "DELETED"
             record.new = record.new or kind_type == "ADDED"
@@ -461,6 +467,7 @@ class MoveRecorder:
             phase = status.get("phase") or "Pending"
             if not record.phases or record.phases[-1] != phase:
                 record.phases.append(phase)
+                record.version_of.setdefault(phase, int(meta["resourceVersion"]))
             record.consumed_by = status.get("consumedBy") or record.consumed_by
             record.consumed_by_uid = status.get("consumedByUID") or record.consumed_by_uid
             record.acknowledged_by = status.get("acknowledgedBy") or record.acknowledged_by
@@ -469,6 +476,10 @@ class MoveRecorder:
         self._notify("reservation", kind_type, obj, previous)
 
     # ------------------------------------------------------------------ views
+
+    def job_of_pod(self, uid: str) -> Obj | None:
+        with self._lock:
+            return next((j for j in self.jobs.values() if (j["spec"].get("podRef") or {}).get("uid") == uid), None)
 
     def job_list(self) -> list[Obj]:
         with self._lock:

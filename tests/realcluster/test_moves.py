@@ -22,11 +22,12 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from controlplane import ControlPlane, Process
+from controlplane import HOW_TO_GET, ControlPlane, Process
 from moves_support import (
+    LABEL_JOB,
     LOAD_AWARE_SCHEDULER,
     LeaseTimings,
     MoveRecorder,
@@ -72,6 +73,7 @@ HOT_FACTOR = 2.2
 NODE_CPU_M = 4000
 OVERHEAD_M = 200
 HIGH, LOW = 70, 45
+OUR_THREADS = ("watch-", "kubelet-standin", "load-publisher")  # the stand-ins' and the recorder's
 
 
 def needed_moves(pods_per_node: list[int]) -> int:
@@ -147,6 +149,9 @@ def components(
     """kube-controller-manager, the stock kube-scheduler, `descheduler extender` and a kube-scheduler
     whose profile `load-aware-scheduler` calls it; all stopped when the module ends, so later tests
     find the bare control plane they expect."""
+    missing = [b for b in ("kube-controller-manager", "kube-scheduler") if not (control_plane.assets / b).is_file()]
+    if missing:
+        pytest.skip(f"{control_plane.assets} has no {', '.join(missing)}: {HOW_TO_GET}")
     workdir = tmp_path_factory.mktemp("moves")
     install_our_crds(kube)
     install_node_metric_crd(kube)
@@ -244,12 +249,19 @@ def stage(kube: KubeClient, namespace: str) -> Iterator[Stage]:
         cool_nodes=[],
     )
     yield made
-    for part in (made.recorder, made.publisher):
-        if part is not None:
-            part.stop()
-    clean_up(kube, namespace, made.nodes, made.workloads)
-    if made.standin is not None:
-        made.standin.stop()
+    try:
+        for part in (made.recorder, made.publisher):
+            if part is not None:
+                part.stop()
+    finally:
+        clean_up(kube, namespace, made.nodes, made.workloads)
+        if made.standin is not None:
+            made.standin.stop()
+    for part in (made.standin, made.publisher, made.recorder):
+        if part is not None and part.errors:
+            print(f"{type(part).__name__} saw: {part.errors[:5]}")
+    leaked = [t.name for t in threading.enumerate() if t.name.startswith(OUR_THREADS)]
+    assert not leaked, f"threads left running: {leaked}"
 
 
 def node_names(run: str, prefix: str, count: int) -> list[str]:
@@ -385,6 +397,14 @@ def judge(stage: Stage, *, expect_reservations: bool) -> Judgement:
                 problems.append(
                     f"{name} names {new_ref.get('name')} its replacement but {r.name} was consumed by {r.consumed_by}"
                 )
+        if was_evicted:
+            pod = recorder.pods[pod_uid_of[name]]
+            acknowledged = [r.version_of["Available"] for r in reservations if "Available" in r.version_of]
+            if not acknowledged or min(acknowledged) > pod.terminating_version:
+                problems.append(
+                    f"{name}: pod {pod.name} evicted (version {pod.terminating_version}) before the scheduler side "
+                    f"held its Reservation {[(r.name, r.version_of) for r in reservations]}"
+                )
         expected = "Succeeded" if was_evicted and landed else None
         if expected is not None and phase(job) != expected:
             problems.append(f"expected Succeeded (replacement on its Reservation): {summary(job)}")
@@ -437,6 +457,7 @@ def test_with_the_extender_every_move_lands_on_its_reservation(
     assert [summary(j) for j in jobs if phase(j) != "Succeeded"] == []
     assert len(jobs) >= 20
     assert max(recorder.in_flight_peak.values()) >= 2, recorder.in_flight_peak
+    assert sorted(r.job for r in recorder.reservations.values()) == sorted(j["metadata"]["name"] for j in jobs)
     assert all(r.phases[-1] == "Consumed" and r.deleted for r in recorder.reservations.values()), [
         (r.name, r.phases, r.deleted) for r in recorder.reservations.values()
     ]
@@ -488,7 +509,8 @@ STEPS = ("Reservation created", "Reservation Available", "pod evicted", "Replace
 class StepKiller:
     """SIGKILLs the armed controller the moment any job of ours reaches the armed step."""
 
-    def __init__(self) -> None:
+    def __init__(self, recorder: MoveRecorder) -> None:
+        self.recorder = recorder
         self._lock = threading.Lock()
         self._armed: tuple[int, OurProcess] | None = None
         self.fired = threading.Event()
@@ -507,9 +529,22 @@ class StepKiller:
             if not self._reached(step, kind, kind_type, obj, previous):
                 return
             process.kill()
-            self.kills.append(f"{STEPS[step]}: {kind} {obj['metadata']['name']}")
+            self.kills.append(f"{STEPS[step]} ({kind} {obj['metadata']['name']}): {self._job_state(kind, obj)}")
             self._armed = None
             self.fired.set()
+
+    def _job_state(self, kind: str, obj: dict[str, Any]) -> str:
+        """What the job concerned had recorded when its controller died."""
+        if kind == "job":
+            job: dict[str, Any] | None = obj
+        elif kind == "pod":
+            job = self.recorder.job_of_pod(obj["metadata"]["uid"])
+        else:
+            job = self.recorder.jobs.get((obj["metadata"].get("labels") or {}).get(LABEL_JOB, ""))
+        if job is None:
+            return "job not seen"
+        done = [c["type"] for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
+        return f"job {job['metadata']['name']} {phase(job)} with {done or 'no step'} recorded"
 
     @staticmethod
     def _reached(step: int, kind: str, kind_type: str, obj: dict[str, Any], previous: dict[str, Any] | None) -> bool:
@@ -539,7 +574,7 @@ def test_controller_killed_at_each_step_evicts_once_and_decides_every_job(
     assert moves >= len(STEPS), per_node
     recorder = stage.recorder
     assert recorder is not None
-    killer = StepKiller()
+    killer = StepKiller(recorder)
     recorder.hooks.append(killer)
     began = time.monotonic()
     controllers: list[OurProcess] = []
@@ -584,3 +619,84 @@ def test_controller_killed_at_each_step_evicts_once_and_decides_every_job(
     assert not verdict.problems, "\n".join(verdict.problems)
     assert not recorder.live_reservations()
     assert [summary(j) for j in jobs if phase(j) not in TERMINAL] == []
+
+
+# ---------------------------------------------------------------------------------- the judge itself
+
+
+def _fake_stage(events: list[tuple[str, str, dict[str, Any]]]) -> Stage:
+    """A stage whose recorder saw `events` (kind, type, object) and never watched anything."""
+    recorder = MoveRecorder(cast(KubeClient, None), "shop")
+    handlers = {"pod": recorder._pod, "job": recorder._job, "reservation": recorder._reservation}
+    for kind, kind_type, obj in events:
+        handlers[kind](kind_type, obj)
+    return Stage(cast(KubeClient, None), "shop", "run", [], [], recorder=recorder)
+
+
+def _pod(uid: str, node: str, version: int, *, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"uid": uid, "name": f"web-{uid}", "namespace": "shop", "resourceVersion": str(version)}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node}}
+
+
+def _reservation(phase_: str, version: int, consumer: str = "") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "uid": "r",
+            "name": "move-old",
+            "resourceVersion": str(version),
+            "labels": {LABEL_JOB: "move-old"},
+        },
+        "spec": {"nodeName": "cool-1", "owners": [{"controller": {"namespace": "shop"}}]},
+        "status": {
+            "phase": phase_,
+            "consumedBy": f"shop/web-{consumer}" if consumer else "",
+            "consumedByUID": consumer,
+        },
+    }
+
+
+def _job(phase_: str, new_pod: str) -> dict[str, Any]:
+    return {
+        "metadata": {"uid": "j", "name": "move-old"},
+        "spec": {"podRef": {"namespace": "shop", "name": "web-old", "uid": "old"}},
+        "status": {"phase": phase_, "newPodRef": {"namespace": "shop", "name": f"web-{new_pod}", "uid": new_pod}},
+    }
+
+
+def _move(*, new_node: str = "cool-1", evicted_at: int = 4, stray_eviction: bool = False) -> list[Any]:
+    events: list[Any] = [
+        ("pod", "SYNC", _pod("old", "hot-1", 1)),
+        ("job", "ADDED", _job("Running", "")),
+        ("reservation", "ADDED", _reservation("Pending", 2)),
+        ("reservation", "MODIFIED", _reservation("Available", 3)),
+        ("pod", "MODIFIED", _pod("old", "hot-1", evicted_at, deleting=True)),
+        ("pod", "ADDED", _pod("new", new_node, 5)),
+        ("reservation", "MODIFIED", _reservation("Consumed", 6, "new")),
+        ("job", "MODIFIED", _job("Succeeded", "new")),
+    ]
+    if stray_eviction:
+        events += [
+            ("pod", "SYNC", _pod("other", "hot-1", 1)),
+            ("pod", "MODIFIED", _pod("other", "hot-1", 7, deleting=True)),
+        ]
+    return events
+
+
+@pytest.mark.parametrize(
+    ("events", "problem"),
+    [
+        (_move(), None),
+        (_move(new_node="cool-2"), "held room on cool-1 but its consumer web-new is on cool-2"),
+        (_move(evicted_at=2), "before the scheduler side held its Reservation"),
+        (_move(stray_eviction=True), "was deleted but no job moves it"),
+    ],
+    ids=["on-its-reservation", "elsewhere", "evicted-before-acknowledged", "evicted-twice"],
+)
+def test_the_judge_sees_a_move_that_missed(events: list[Any], problem: str | None) -> None:
+    problems = judge(_fake_stage(events), expect_reservations=True).problems
+    if problem is None:
+        assert problems == []
+    else:
+        assert any(problem in p for p in problems), problems
