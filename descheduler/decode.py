@@ -337,6 +337,7 @@ class RawReservationSpec(_Raw):
     node_name: str = ""
     resources: ResourceList | None = None
     owners: list[RawReservationOwner] | None = None
+    replaces: RawPodRef | None = None
 
 
 class RawReservationStatus(_Raw):
@@ -796,6 +797,7 @@ def quota_from_raw(raw: RawElasticQuota, api_group: str) -> ElasticQuota:
 
 
 def reservation_from_raw(raw: RawReservation) -> Reservation:
+    replaced = raw.spec.replaces
     owners = []
     for i, o in enumerate(raw.spec.owners or ()):
         ctl = o.controller
@@ -814,6 +816,7 @@ def reservation_from_raw(raw: RawReservation) -> Reservation:
         owners=tuple(owners),
         phase=raw.status.phase,
         consumed_by=raw.status.consumed_by,
+        replaces=PodRef(namespace=replaced.namespace, name=replaced.name, uid=replaced.uid) if replaced else None,
     )
 
 

@@ -71,6 +71,11 @@ API_REQUESTS = Counter(
     registry=REGISTRY,
 )
 LEADER = Gauge("descheduler_leader", "1 while this replica holds the leader lease, else 0.", registry=REGISTRY)
+RESERVATION_SCHEDULER = Gauge(
+    "descheduler_reservation_scheduler",
+    "1 while a reservation-aware scheduler renews its Lease, 0 when none does (moves evict without a Reservation).",
+    registry=REGISTRY,
+)
 POLICY_RELOADS = Counter(
     "descheduler_policy_reload_total",
     "Policy file reloads by result (success, error).",

@@ -284,6 +284,7 @@ class Reservation(msgspec.Struct, frozen=True, kw_only=True):
     owners: tuple[ReservationOwner, ...] = ()
     phase: str = "Pending"
     consumed_by: str = ""
+    replaces: PodRef | None = None  # the moved pod whose replacement the room is for
 
     @property
     def holds_room(self) -> bool:

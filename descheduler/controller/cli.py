@@ -39,6 +39,9 @@ def run_command(
         str, typer.Option("--policy-configmap", help="ConfigMap the policy comes from (Events about it go there)")
     ] = "descheduler-policy",
     port: Annotated[int, typer.Option("--port", help="port of /metrics, /healthz and /readyz")] = 8080,
+    host: Annotated[
+        str, typer.Option("--host", help="address /metrics, /healthz and /readyz listen on (0.0.0.0: every one)")
+    ] = "0.0.0.0",
     qps: Annotated[float, typer.Option("--qps", help="API requests per second (client-side limit)", min=0.1)] = 50.0,
     burst: Annotated[int, typer.Option("--burst", help="API request burst", min=1)] = 100,
     lease_duration: Annotated[
@@ -78,6 +81,7 @@ def run_command(
         lease_namespace=lease_namespace,
         identity=identity,
         policy_configmap=policy_configmap,
+        host=host,
         port=port,
         qps=qps,
         burst=burst,

@@ -23,8 +23,10 @@ from descheduler.errors import InputError
 from descheduler.events import EventRecorder, ObjectRef
 from descheduler.kube import CLUSTER_KINDS, ClusterCache, connect
 from descheduler.loadsource import cache_kinds
+from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
+from descheduler.migration.presence import SchedulerPresence, plan_notices
 from descheduler.policy import PolicyError
 
 log = structlog.get_logger(__name__)
@@ -101,6 +103,19 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
         source = ClusterSource(kube, cache)
         cleanup.callback(source.close)
         current = lambda: policy_file.policy  # noqa: E731 - read on every use: reloads take effect
+        presence = SchedulerPresence(MigrationApi(kube.api_client), namespace)
+        migration = (
+            None
+            if options.dry_run
+            else MigrationController(
+                kube.api_client,
+                current,
+                source.snapshot_now(clock, current),
+                clock,
+                events,
+                presence=presence,
+            )
+        )
         loop = PlanningLoop(
             source,
             Executor(kube.api_client, current),
@@ -109,11 +124,7 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
             dry_run=options.dry_run,
             recorder=events,
             dry_run_events=options.dry_run_events,
-        )
-        migration = (
-            None
-            if options.dry_run
-            else MigrationController(kube.api_client, current, source.snapshot_now(clock, current), clock, events)
+            notices=plan_notices(presence),
         )
 
         def elector(started: Callable[[], None], stopped: Callable[[], None]) -> LeaderElector:

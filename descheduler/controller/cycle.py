@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+import msgspec
 import structlog
 
 from descheduler import metrics
@@ -69,10 +70,12 @@ class PlanningLoop:
         dry_run: bool = False,
         recorder: EventRecorder | None = None,
         dry_run_events: bool = False,
+        notices: Callable[[Plan, datetime], Sequence[str]] | None = None,
     ) -> None:
         """`recorder` writes a Reclaim Event on each ElasticQuota a cycle reclaims from; with
         `dry_run_events`, a dry-run cycle writes a WouldDeschedule Event on each pod it would move
-        (the only write a dry run makes)."""
+        (the only write a dry run makes); `notices` adds warnings about how the plan will be carried
+        out (no reservation-aware scheduler) to the plan."""
         self.source = source
         self.mover = mover
         self.policy = policy
@@ -80,6 +83,7 @@ class PlanningLoop:
         self.dry_run = dry_run
         self.recorder = recorder
         self.dry_run_events = dry_run_events
+        self.notices = notices
         self.state: dict[str, Any] = {}
         self.last: CycleResult | None = None
         self.cycles = 0
@@ -112,6 +116,10 @@ class PlanningLoop:
             log.warning("cycle skipped: not planning on data that could not be read", cycle=self.cycles, reason=problem)
             return CycleResult(now, None, None, [], problem)
         plan, self.state = plan_cycle(snapshot, policy, self.state)
+        if self.notices is not None:
+            extra = [n for n in self.notices(plan, now) if n not in plan.warnings]
+            if extra:
+                plan = msgspec.structs.replace(plan, warnings=(*plan.warnings, *extra))
         self._report(plan)
         dry = self.dry_run or policy.dry_run
         submitted = [] if dry or not plan.migrations else self.mover.submit(plan, snapshot)

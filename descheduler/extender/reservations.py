@@ -74,12 +74,25 @@ def _age(record: ReservationRecord) -> tuple[datetime, str]:
     return (record.created, record.name)
 
 
-def choose_for_binding(pod: Pod, node: str, records: Iterable[ReservationRecord]) -> BindingChoice:
-    """The oldest unconsumed Reservation the pod owns on `node` is consumed; when it owns none there,
-    the oldest unconsumed Available one it owns elsewhere is failed (its replacement went elsewhere).
-    A Pending one elsewhere is left alone: its pod has not been evicted, so this is not its replacement."""
-    owned = sorted((r for r in records if r.reservation.holds_room and r.reservation.owned_by(pod)), key=_age)
-    here = [r for r in owned if r.reservation.node_name == node]
+def choose_for_binding(
+    pod: Pod, node: str, records: Iterable[ReservationRecord], claimable: Callable[[Reservation], bool]
+) -> BindingChoice:
+    """The oldest unconsumed Reservation the pod owns on `node` is consumed, Available ones first (a
+    Pending one's pod has not been evicted yet, so this pod is more likely another's replacement);
+    when it owns none there, the oldest Available one it owns elsewhere is failed (its replacement
+    went elsewhere). A Pending one elsewhere is left alone, for the same reason. Only rooms whose own pod
+    is leaving or gone are the pod's to take (`claimable`, scheduling/predicates.py)."""
+    owned = sorted(
+        (
+            r
+            for r in records
+            if r.reservation.holds_room and r.reservation.owned_by(pod) and claimable(r.reservation)
+        ),
+        key=_age,
+    )
+    here = sorted(
+        (r for r in owned if r.reservation.node_name == node), key=lambda r: r.reservation.phase != "Available"
+    )
     if here:
         return BindingChoice(consume=here[0])
     waiting = [r for r in owned if r.reservation.phase == "Available"]
@@ -184,12 +197,18 @@ class ReservationWriter:
 
     # ---------------------------------------------------------------- bind
 
-    def bind(self, pod: Pod, node: str, on_written: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def bind(
+        self,
+        pod: Pod,
+        node: str,
+        on_written: Callable[[dict[str, Any]], None] | None = None,
+        claimable: Callable[[Reservation], bool] = lambda r: True,
+    ) -> None:
         """Consume or fail the pod's Reservation as `choose_for_binding` says, then bind the pod to `node`.
 
         Raises BindError with the reason; `on_written` sees each Reservation written."""
         try:
-            written = self._settle(pod, node)
+            written = self._settle(pod, node, claimable)
             if written is not None and on_written is not None:
                 on_written(written[1])
             try:
@@ -201,10 +220,12 @@ class ReservationWriter:
         except (KubeApiError, ClusterUnreachableError) as err:
             raise BindError(str(err)) from None
 
-    def _settle(self, pod: Pod, node: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+    def _settle(
+        self, pod: Pod, node: str, claimable: Callable[[Reservation], bool]
+    ) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
         """(the phase written, the Reservation written, its status before), or None: nothing to write."""
         for _ in range(CONFLICT_RETRIES):
-            choice = choose_for_binding(pod, node, self._list())
+            choice = choose_for_binding(pod, node, self._list(), claimable)
             record = choice.consume or choice.fail
             if record is None:
                 return None

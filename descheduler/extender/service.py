@@ -34,6 +34,7 @@ from descheduler.extender.state import AssumedPods, Candidates, ClusterState, ap
 from descheduler.model import Pod, Reservation
 from descheduler.policy import SchedulingArgs
 from descheduler.scheduling import build_table
+from descheduler.scheduling.predicates import claimable
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +84,12 @@ class Extender:
         # Reservation changes seen (name -> record or None, monotonic time): re-applied to a state
         # whose snapshot may have been read before them.
         self._reservation_changes: dict[str, tuple[Reservation | None, float]] = {}
+        self._leaving: dict[str, float] = {}  # pod UID -> when seen leaving, until a rebuild shows it
         self._recent_pods: OrderedDict[str, Pod] = OrderedDict()
         self._recent_lock = threading.Lock()
         source.watch_bindings(self.observe_binding)
         source.watch_reservations(self.observe_reservation)
+        source.watch_leaving(self.observe_leaving)
 
     # ---------------------------------------------------------------- state
 
@@ -193,6 +196,8 @@ class Extender:
 
     def _carry_reservations(self, state: ClusterState) -> None:
         """Under the lock: changes seen since the new state's snapshot was read, applied to it."""
+        self._leaving = {uid: seen for uid, seen in self._leaving.items() if seen >= state.taken_at}
+        state.table.leaving.update(self._leaving)
         keep = {}
         for name, (reservation, seen) in self._reservation_changes.items():
             if seen >= state.taken_at:
@@ -289,13 +294,26 @@ class Extender:
                 error = f"pod {key} is unknown to the extender (not asked about, not in its cache)"
             else:
                 try:
-                    self.writer.bind(pod, args.Node, self._wrote_reservation)
+                    self.writer.bind(pod, args.Node, self._wrote_reservation, self._claimable)
                     error = ""
                 except BindError as err:
                     error = str(err)
         if error:
             log.info("extender: bind %s to %s: %s", key, args.Node, error)
         return msgspec.json.encode(ExtenderBindingResult(Error=protocol.printable(error)))
+
+    def _claimable(self, reservation: Reservation) -> bool:
+        state = self._state
+        return state is None or claimable(reservation, state.table)
+
+    def observe_leaving(self, uid: str) -> None:
+        """A pod started terminating or is gone: the rooms held for its replacement may be taken at once,
+        before the next rebuild shows it (the replacement is placed within milliseconds)."""
+        with self._lock:
+            self._leaving[uid] = self._clock()
+            state = self._state
+            if state is not None:
+                state.table.leaving.add(uid)
 
     def _wrote_reservation(self, raw: dict[str, object]) -> None:
         """The bind verb consumed or failed a Reservation: the state stops counting its room at once."""

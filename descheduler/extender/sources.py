@@ -19,6 +19,7 @@ from descheduler.snapshot import Snapshot, load_snapshot
 
 BindingHook = Callable[[Pod, str], None]
 ReservationHook = Callable[[str, Reservation | None], None]
+LeavingHook = Callable[[str], None]  # a pod's UID: it started terminating, or is gone
 RESERVATIONS = "reservations.descheduler.dev"
 
 
@@ -37,6 +38,9 @@ class ClusterSource(Protocol):
 
     def watch_reservations(self, hook: ReservationHook) -> None:
         """Call `hook(name, reservation or None when deleted)` as soon as the source sees a change."""
+
+    def watch_leaving(self, hook: LeavingHook) -> None:
+        """Call `hook(uid)` as soon as the source sees a pod start terminating or go."""
 
     def pod(self, namespace: str, name: str) -> Pod | None:
         """The pod as the source last saw it, if it knows it."""
@@ -71,6 +75,9 @@ class SnapshotFileSource:
 
     def watch_reservations(self, hook: ReservationHook) -> None:
         """A file reports no changes as they happen: a changed file is a new snapshot."""
+
+    def watch_leaving(self, hook: LeavingHook) -> None:
+        """A file reports no changes as they happen."""
 
     def pod(self, namespace: str, name: str) -> Pod | None:
         return None
@@ -119,6 +126,7 @@ class CacheSource:
         self._load_at: float | None = None
         self._hooks: list[BindingHook] = []
         self._reservation_hooks: list[ReservationHook] = []
+        self._leaving_hooks: list[LeavingHook] = []
         cache.add_listener(self._on_event)
 
     def not_ready(self) -> str | None:
@@ -147,6 +155,10 @@ class CacheSource:
         with self._lock:
             self._reservation_hooks = [*self._reservation_hooks, hook]
 
+    def watch_leaving(self, hook: LeavingHook) -> None:
+        with self._lock:
+            self._leaving_hooks = [*self._leaving_hooks, hook]
+
     def pod(self, namespace: str, name: str) -> Pod | None:
         found: Pod | None = self.cache.get("pods", f"{namespace}/{name}")
         return found
@@ -159,10 +171,17 @@ class CacheSource:
             for reservation_hook in self._reservation_hooks:
                 reservation_hook(name, record)
             return
-        if event.kind != "pods" or event.new is None:
+        if event.kind != "pods":
+            return
+        old: Pod | None = event.old
+        if event.new is None or (event.new.deleting and (old is None or not old.deleting)):
+            leaving = event.new or old
+            if leaving is not None:
+                for leaving_hook in self._leaving_hooks:
+                    leaving_hook(leaving.uid)
+        if event.new is None:
             return
         new: Pod = event.new
-        old: Pod | None = event.old
         if new.node_name and (old is None or not old.node_name) and not new.terminal:
             for hook in self._hooks:
                 hook(new, new.node_name)

@@ -123,6 +123,7 @@ class MigrationApi:
     def __init__(self, api_client: Any) -> None:
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
+        self.leases = client.CoordinationV1Api(api_client)
 
     def _call(self, verb: str, target: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -211,6 +212,15 @@ class MigrationApi:
         return self.list_objects(RESERVATIONS, label_selector)
 
     # -- pods -------------------------------------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str) -> Any | None:
+        """A coordination.k8s.io/v1 Lease (the client's model), or None when there is none."""
+        try:
+            return self._call("get", f"leases/{namespace}/{name}", self.leases.read_namespaced_lease, name, namespace)
+        except ApiFailure as failure:
+            if failure.not_found:
+                return None
+            raise
 
     def get_pod(self, namespace: str, name: str) -> tuple[dict[str, Any], Pod] | None:
         """The pod as raw JSON and as the planner's record; None when it does not exist."""

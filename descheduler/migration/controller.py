@@ -48,6 +48,7 @@ from descheduler.migration.objects import (
     parse_job,
     parse_reservation,
 )
+from descheduler.migration.presence import SchedulerPresence
 from descheduler.migration.records import (
     condition_time,
     owner_uid,
@@ -74,6 +75,9 @@ _PHASE_EVENTS: Final[dict[str, tuple[EventType, str]]] = {
     "Aborted": ("Warning", "MigrationAborted"),
 }
 _RESULTS: Final = {"Succeeded": "succeeded", "Failed": "failed", "Aborted": "aborted"}
+# The reason on a ReservationFirst job's ReservationCreated=False condition when no
+# reservation-aware scheduler answered as it started: the pod is moved without a Reservation.
+NO_RESERVATION_SCHEDULER: Final = "NoReservationScheduler"
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +191,13 @@ class MigrationController:
         *,
         backoff: Backoff | None = None,
         budget_backoff: Backoff | None = None,
+        presence: SchedulerPresence | None = None,
     ) -> None:
         """`backoff` paces retries after API errors; `budget_backoff` retries after a
-        PodDisruptionBudget said "not now" (default 5 s doubling to 1 min)."""
+        PodDisruptionBudget said "not now" (default 5 s doubling to 1 min); `presence` tells whether a
+        reservation-aware scheduler answers (None: assume one does)."""
         self.api = MigrationApi(api_client)
+        self.presence = presence
         self.policy = policy
         self.snapshot = snapshot
         self.clock = clock
@@ -416,8 +423,16 @@ class MigrationController:
                 return self._evict(handle, ctx)
             self._set_phase(handle, "Succeeded", "Evicted", "the pod was evicted (EvictDirectly)", ctx.now)
             return False
+        if without_reservation(status):
+            if not status.has("Evicted"):
+                return self._evict(handle, ctx)
+            if not status.has("ReplacementBound"):
+                return self._await_stock_replacement(handle, ctx)
+            return self._await_ready(handle, ctx)
         if not status.has("ReservationCreated"):
             return self._reserve(handle, ctx)
+        if not status.has("ReservationScheduled"):
+            return self._await_acknowledged(handle, ctx)
         if not status.has("Evicted"):
             return self._evict(handle, ctx)
         if not status.has("ReplacementBound"):
@@ -430,7 +445,9 @@ class MigrationController:
         ttl = format_time(job.deadline) if job.deadline else ""
         evicted = job.status.has("Evicted")
         could_have = job.status.phase == "Running" and (
-            job.spec.mode == "EvictDirectly" or job.status.has("ReservationCreated")
+            job.spec.mode == "EvictDirectly"
+            or job.status.has("ReservationCreated")
+            or without_reservation(job.status)
         )
         if not evicted and could_have:
             # A controller that evicted and then stopped before recording it: the pod says so.
@@ -480,12 +497,19 @@ class MigrationController:
                 return True
             node, why = reservation.spec.node_name, "adopted the reservation made before"
         else:
+            absent = self._no_reservation_scheduler(ctx)
+            if absent is None:
+                self._note(handle, "WaitingForScheduler", "cannot tell whether a reservation-aware scheduler answers")
+                self._retry_later(handle, ctx.now, self.backoff)
+                return False
+            if absent:
+                return self._go_without_reservation(handle, ctx, absent)
             target = self._target(handle, pod, ctx)
             if target is None:
                 return False
             node, why = target
             try:
-                existing = self.api.create_object(RESERVATIONS, reservation_body(job, pod, raw_pod, node, ctx.now))
+                self.api.create_object(RESERVATIONS, reservation_body(job, pod, raw_pod, node, ctx.now))
             except ApiFailure as failure:
                 if failure.already_exists:
                     return True  # made by us a moment ago: the next step adopts it
@@ -493,28 +517,97 @@ class MigrationController:
             placement = ctx.placement()
             if placement is not None:
                 placement.hold(pod, node)
-        if (existing.get("status") or {}).get("phase") != "Available":
-            existing = {**existing, "status": {**(existing.get("status") or {}), "phase": "Available"}}
-            self.api.write_status(RESERVATIONS, existing)
         status = with_condition(
-            job.status, "ReservationCreated", ctx.now, reason="Created", message=f"Reservation {name} on node {node}"
-        )
-        status = with_condition(
-            status, "ReservationScheduled", ctx.now, reason="Available", message=why or f"node {node} fits the pod"
+            job.status,
+            "ReservationCreated",
+            ctx.now,
+            reason="Created",
+            message=f"Reservation {name} on node {node}" + (f" ({why})" if why else ""),
         )
         status = status.model_copy(
             update={
                 "reservation_ref": ReservationReference(name=name),
                 "target_node": node,
-                "reason": "ReservationAvailable",
-                "message": f"room held on node {node}",
+                "reason": "ReservationCreated",
+                "message": f"room reserved on node {node}; waiting for the scheduler to hold it",
             }
         )
         self._write(handle, status)
-        self._progressed(handle)
+        # No reset of the retry backoff here: after a budget's "not now" the room is made again on
+        # every retry, and the waits between retries must still grow.
         self._event(handle.job, "Normal", "ReservationCreated", f"Reservation {name} holds room on node {node}")
-        self._log(handle.job).info("reservation available", target=node, detail=why)
+        self._log(handle.job).info("reservation created", target=node, detail=why)
         return True
+
+    def _no_reservation_scheduler(self, ctx: _Pass) -> str | None:
+        """Why no reservation-aware scheduler answers ("" when one does; None when it cannot be told)."""
+        if self.presence is None:
+            return ""
+        answer = self.presence.check(ctx.now)
+        if answer.present is None:
+            return None
+        return "" if answer.present else answer.why
+
+    def _go_without_reservation(self, handle: JobHandle, ctx: _Pass, why: str) -> bool:
+        """No scheduler would honour a Reservation: evict, then judge where the replacement lands."""
+        message = (
+            f"no reservation-aware scheduler answers ({why}): the pod is evicted without a Reservation and the "
+            "move is judged by where the scheduler puts its replacement"
+        )
+        status = with_condition(
+            handle.job.status,
+            "ReservationCreated",
+            ctx.now,
+            value="False",
+            reason=NO_RESERVATION_SCHEDULER,
+            message=message,
+        )
+        status = status.model_copy(update={"reason": NO_RESERVATION_SCHEDULER, "message": message})
+        self._write(handle, status)
+        self._progressed(handle)
+        self._event(handle.job, "Warning", NO_RESERVATION_SCHEDULER, message)
+        self._log(handle.job).warning("moving without a reservation", detail=why)
+        return True
+
+    def _await_acknowledged(self, handle: JobHandle, ctx: _Pass) -> bool:
+        """Evict only once the scheduler side says its state holds the room (migration.md §3, step 3):
+        a replacement placed 10 ms after the eviction must already see the Reservation."""
+        job = handle.job
+        name = job.status.reservation_ref.name if job.status.reservation_ref else reservation_name(job)
+        raw = self.api.get_object(RESERVATIONS, name)
+        reservation = parse_reservation(raw) if raw is not None else None
+        if reservation is None or not reservation.holds_room:
+            return self._reserve_again(handle, name, reservation)
+        node = reservation.spec.node_name
+        if reservation.status.phase == "Available":
+            by = reservation.status.acknowledged_by or "the scheduler"
+            message = f"{by} holds room on node {node}"
+            status = with_condition(job.status, "ReservationScheduled", ctx.now, reason="Acknowledged", message=message)
+            status = status.model_copy(update={"reason": "ReservationAvailable", "message": message})
+            self._write(handle, status)
+            self._log(job).info("reservation available", target=node, detail=message)
+            return True
+        absent = self._no_reservation_scheduler(ctx)
+        if absent:
+            # The scheduler went away before it held the room: nothing was done to the pod yet.
+            self.api.delete_object(RESERVATIONS, name, (raw or {}).get("metadata", {}).get("uid", ""))
+            status = without_conditions(job.status, "ReservationCreated")
+            self._write(handle, status.model_copy(update={"reservation_ref": None}))
+            return self._go_without_reservation(handle, ctx, absent)
+        self._note(handle, "WaitingForScheduler", f"Reservation {name} on node {node} waits for the scheduler")
+        return False
+
+    def _reserve_again(self, handle: JobHandle, name: str, reservation: Reservation | None) -> bool:
+        """The Reservation is gone or no longer holds room before the eviction: reserve anew."""
+        job = handle.job
+        state = "is gone" if reservation is None else f"is {reservation.status.phase}"
+        status = without_conditions(job.status, "ReservationCreated", "ReservationScheduled")
+        status = status.model_copy(
+            update={"reservation_ref": None, "reason": "ReservationLost", "message": f"Reservation {name} {state}"}
+        )
+        self._write(handle, status)
+        self._log(job).warning("reservation lost before eviction; reserving again", state=state)
+        return False
 
     def _target(self, handle: JobHandle, pod: Pod, ctx: _Pass) -> tuple[str, str] | None:
         """The node to reserve on and a note on how it was chosen; None when the job must wait or failed."""
@@ -545,7 +638,8 @@ class MigrationController:
             # Evicted by an earlier instance that stopped before recording it, or by someone else.
             return self._mark_evicted(handle, ctx, "PodGone", f"{why}; not evicted again")
         _, pod = got
-        if job.spec.mode == "ReservationFirst" and not self._room_still_held(handle, ctx):
+        reserved = job.spec.mode == "ReservationFirst" and not without_reservation(job.status)
+        if reserved and not self._room_still_held(handle, ctx):
             return True
         assert self._evictions is not None
         if not self._evictions.take(ctx.now.timestamp()):
@@ -579,14 +673,7 @@ class MigrationController:
         reservation = parse_reservation(raw) if raw is not None else None
         if reservation is not None and reservation.holds_room:
             return True
-        state = "is gone" if reservation is None else f"is {reservation.status.phase}"
-        status = without_conditions(job.status, "ReservationCreated", "ReservationScheduled")
-        status = status.model_copy(
-            update={"reservation_ref": None, "reason": "ReservationLost", "message": f"Reservation {name} {state}"}
-        )
-        self._write(handle, status)
-        self._log(job).warning("reservation lost before eviction; reserving again", state=state)
-        return False
+        return self._reserve_again(handle, name, reservation)
 
     def _mark_evicted(self, handle: JobHandle, ctx: _Pass, reason: str, message: str) -> bool:
         status = with_condition(handle.job.status, "Evicted", ctx.now, reason=reason, message=message)
@@ -605,6 +692,14 @@ class MigrationController:
             metrics.EVICTIONS.labels("pdb_blocked").inc()
             self._retry_later(handle, ctx.now, self.budget_backoff)
             detail = "; ".join((failure.message, *failure.details)) if failure.details else failure.message
+            if job.spec.mode == "ReservationFirst" and not without_reservation(job.status):
+                # An acknowledged Reservation draws the workload's next pod to it; while a budget says
+                # "not now" that pod is another move's replacement and would take this room. Release
+                # it, and reserve again when the eviction is retried.
+                self._release(job)
+                status = without_conditions(job.status, "ReservationCreated", "ReservationScheduled")
+                self._write(handle, status.model_copy(update={"reservation_ref": None}))
+                detail += "; its Reservation is released until then"
             self._note(handle, "DisruptionBudget", f"eviction refused, will retry: {detail}")
             self._event(job, "Warning", "EvictionBlocked", f"a PodDisruptionBudget allows no disruption now: {detail}")
             bound.info("eviction blocked by a disruption budget; will retry", detail=detail)
@@ -622,60 +717,87 @@ class MigrationController:
         return False
 
     def _await_bound(self, handle: JobHandle, ctx: _Pass) -> bool:
-        """Wait for a replacement of the same controller bound to the target on the Reservation."""
+        """The replacement is the pod the scheduler side recorded on this job's Reservation (migration.md
+        §3, step 5): Consumed on the target, or Failed when the owner's pod went to another node."""
         job = handle.job
         name = job.status.reservation_ref.name if job.status.reservation_ref else reservation_name(job)
         raw = self.api.get_object(RESERVATIONS, name)
         reservation = parse_reservation(raw) if raw is not None else None
-        node = reservation.spec.node_name if reservation is not None else job.status.target_node
-        replacement: Pod | None = None
-        if reservation is not None and reservation.status.consumed_by:
-            namespace, _, pod_name = reservation.status.consumed_by.rpartition("/")
-            got = self.api.get_pod(namespace or job.spec.pod_ref.namespace, pod_name)
-            if got is not None and got[1].node_name == node:
-                replacement = got[1]
-        if replacement is None:
-            replacement = self._unrecorded_replacement(job, node, ctx)
-            if replacement is None:
-                return False
-            if raw is not None and reservation is not None and reservation.holds_room:
-                # A scheduler that placed the pod without marking the Reservation: mark it, so its
-                # room is not counted twice.
-                consumed = {**(raw.get("status") or {}), "phase": "Consumed", "consumedBy": replacement.key}
-                self.api.write_status(RESERVATIONS, {**raw, "status": consumed})
+        if reservation is None or not reservation.status.consumed_by:
+            if reservation is None:
+                self._note(handle, "ReservationGone", f"Reservation {name} is gone; waiting for the replacement")
+            return False
+        recorded = reservation.status
+        namespace, _, pod_name = recorded.consumed_by.rpartition("/")
+        got = self.api.get_pod(namespace or job.spec.pod_ref.namespace, pod_name)
+        if got is None or (recorded.consumed_by_uid and got[1].uid != recorded.consumed_by_uid):
+            self._note(handle, "ReplacementGone", f"pod {recorded.consumed_by} recorded on Reservation {name} is gone")
+            return False
+        replacement = got[1]
+        target = reservation.spec.node_name
+        if recorded.phase == "Failed" or replacement.node_name != target:
+            return self._landed_elsewhere(handle, ctx, replacement, f"instead of the reserved node {target}")
+        return self._bound(handle, ctx, replacement, f"replacement {replacement.key} bound to node {target}")
+
+    def _bound(self, handle: JobHandle, ctx: _Pass, replacement: Pod, message: str) -> bool:
         ref = PodReference(namespace=replacement.namespace, name=replacement.name, uid=replacement.uid)
-        message = f"replacement {replacement.key} bound to node {node}"
-        status = with_condition(job.status, "ReplacementBound", ctx.now, reason="Bound", message=message)
+        status = with_condition(handle.job.status, "ReplacementBound", ctx.now, reason="Bound", message=message)
         status = status.model_copy(update={"new_pod_ref": ref, "reason": "ReplacementBound", "message": message})
         self._write(handle, status)
         self._progressed(handle)
         self._event(handle.job, "Normal", "ReplacementBound", message)
-        self._log(handle.job).info("replacement bound", replacement=replacement.key)
+        self._log(handle.job).info("replacement bound", replacement=replacement.key, node=replacement.node_name)
         return True
 
-    def _unrecorded_replacement(self, job: PodMigrationJob, node: str, ctx: _Pass) -> Pod | None:
-        """A pod of the same controller that arrived on the target after the eviction."""
+    def _landed_elsewhere(self, handle: JobHandle, ctx: _Pass, replacement: Pod, how: str) -> bool:
+        """Decided at once: the room held for it is released, and the move counts only when the
+        replacement left the source for a node that stays under its thresholds."""
+        job = handle.job
+        self._release(job)
+        where = f"replacement {replacement.key} was bound to node {replacement.node_name} {how}".rstrip()
+        source = job.status.source_node
+        crowded = self._crowded(replacement, ctx)
+        if replacement.node_name == source or crowded:
+            why = "back on the source node" if replacement.node_name == source else crowded
+            self._set_phase(handle, "Failed", "ReplacementElsewhere", f"{where}: {why}", ctx.now)
+            return False
+        return self._bound(handle, ctx, replacement, f"{where}; that node stays under its thresholds")
+
+    def _crowded(self, pod: Pod, ctx: _Pass) -> str:
+        """Why the pod's node is over its load thresholds now ("" when it is not, or when unknown)."""
+        placement = ctx.placement()
+        return placement.over_thresholds(pod.node_name) if placement is not None else ""
+
+    def _await_stock_replacement(self, handle: JobHandle, ctx: _Pass) -> bool:
+        """Without a Reservation nothing records which pod replaced this one: the evidence is the
+        owner's first pod created since the eviction that no other job claimed, once it is bound."""
+        job = handle.job
         snapshot = ctx.snapshot()
         workload = job.status.workload.uid if job.status.workload else ""
         evicted = condition_time(job, "Evicted")
-        if snapshot is None or not workload or evicted is None or not node:
-            return None
+        if snapshot is None or not workload or evicted is None:
+            return False
         claimed = {
-            f"{h.job.status.new_pod_ref.namespace}/{h.job.status.new_pod_ref.name}"
+            h.job.status.new_pod_ref.uid
             for h in ctx.handles
-            if h.job.status.new_pod_ref is not None
+            if h.job.status.new_pod_ref is not None and h.job.name != job.name
         }
-        found = [
-            p
-            for p in snapshot.pods_by_node.get(node, ())
-            if p.owner is not None
-            and p.owner.uid == workload
-            and not p.deleting
-            and p.key not in claimed
-            and p.created is not None
-            and p.created >= evicted - timedelta(seconds=1)
-        ]
-        return min(found, key=lambda p: (p.created or evicted, p.key)) if found else None
+        fresh = sorted(
+            (
+                p
+                for p in snapshot.pods
+                if p.owner is not None
+                and p.owner.uid == workload
+                and p.uid not in claimed
+                and not p.deleting
+                and p.created is not None
+                and p.created >= evicted - timedelta(seconds=1)
+            ),
+            key=lambda p: (p.created or evicted, p.key),
+        )
+        if not fresh or not fresh[0].node_name:
+            return False
+        return self._landed_elsewhere(handle, ctx, fresh[0], "by a scheduler that knows no Reservation")
 
     def _await_ready(self, handle: JobHandle, ctx: _Pass) -> bool:
         job = handle.job
@@ -949,3 +1071,9 @@ class MigrationController:
         counts["Failed"] += len(invalid)
         for phase, count in counts.items():
             metrics.JOBS.labels(phase).set(count)
+
+
+def without_reservation(status: PodMigrationJobStatus) -> bool:
+    """A ReservationFirst job that started when no reservation-aware scheduler answered."""
+    created = status.condition("ReservationCreated")
+    return created is not None and created.status == "False" and created.reason == NO_RESERVATION_SCHEDULER

@@ -273,6 +273,11 @@ class ReservationSpec(ApiModel):
     owners: list[ReservationOwner] = Field(default_factory=list, description="pods that may use the room")
     template: ReservationTemplate = Field(default_factory=ReservationTemplate)
     ttl: Ttl = Field(DEFAULT_TTL, description="room not consumed this long after creation is released")
+    replaces: PodReference | None = Field(
+        None,
+        description="the moved pod: owner pods may take the room only once it is leaving or gone, so a room "
+        "waiting for its eviction does not draw another move's replacement",
+    )
 
 
 class ReservationStatus(ApiModel):

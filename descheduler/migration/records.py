@@ -16,6 +16,7 @@ from descheduler.migration.objects import (
     ControllerReference,
     PodMigrationJob,
     PodMigrationJobStatus,
+    PodReference,
     ReservationOwner,
     ReservationSpec,
     ReservationTemplate,
@@ -63,9 +64,15 @@ def reservation_body(
     scheduling constraints, for what is left of the job's TTL."""
     spec = raw_pod.get("spec") or {}
     if pod.owner is not None:
+        refs = (raw_pod.get("metadata") or {}).get("ownerReferences") or []
+        api_version = next((str(r.get("apiVersion") or "") for r in refs if r.get("uid") == pod.owner.uid), "")
         owner = ReservationOwner(
             controller=ControllerReference(
-                kind=pod.owner.kind, name=pod.owner.name, uid=pod.owner.uid, namespace=pod.namespace
+                api_version=api_version,
+                kind=pod.owner.kind,
+                name=pod.owner.name,
+                uid=pod.owner.uid,
+                namespace=pod.namespace,
             )
         )
     else:
@@ -83,7 +90,10 @@ def reservation_body(
         priority=spec.get("priority"),
         scheduler_name=str(spec.get("schedulerName") or ""),
     )
-    body = ReservationSpec(node_name=node, resources=resources, owners=[owner], template=template, ttl=ttl)
+    replaces = PodReference(namespace=pod.namespace, name=pod.name, uid=pod.uid)
+    body = ReservationSpec(
+        node_name=node, resources=resources, owners=[owner], template=template, ttl=ttl, replaces=replaces
+    )
     meta: dict[str, Any] = {
         "name": reservation_name(job),
         "labels": {MANAGED_BY_LABEL: MANAGED_BY, LABEL_JOB: job.name},

@@ -13,6 +13,7 @@ import numpy as np
 from descheduler.model import MigrationJob, Pod, Reservation
 from descheduler.policy import SchedulingArgs
 from descheduler.scheduling import ClusterView, best_node, build_table, feasible
+from descheduler.scheduling.table import METRIC_NONE
 from descheduler.snapshot import Snapshot
 
 
@@ -75,6 +76,18 @@ class Placement:
         if cooling - {pod.node_name} and best_node(incoming, self.view, exclude={pod.node_name}).node is not None:
             return Target(None, f"{why}; only nodes that were recently a source fit", cooling=True)
         return Target(None, why)
+
+    def over_thresholds(self, node: str) -> str:
+        """Why `node`'s estimated usage is above its load thresholds (scheduling-core.md §3), or ""."""
+        table = self.view.table
+        row = table.index.get(node)
+        if row is None or table.metric[row] == METRIC_NONE:
+            return ""
+        used, alloc, limit = self.view.estimated[row], table.alloc[row], table.thresholds[row]
+        for col, name in enumerate(table.resources):
+            if limit[col] > 0 and alloc[col] > 0 and used[col] * 100 > limit[col] * alloc[col]:
+                return f"node {node} {name} {used[col] * 100 / alloc[col]:.0f}% > {limit[col]:g}%"
+        return ""
 
     def hold(self, pod: Pod, node: str) -> None:
         """Count the pod's requests and expected load on `node` for the rest of the pass."""

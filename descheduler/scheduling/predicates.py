@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from descheduler.model import Node, Pod, PodAffinityTerm, Reservation
 from descheduler.quantity import format_units
-from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_NONE, FloatArray, IntArray
+from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_NONE, FloatArray, IntArray, NodeTable
 from descheduler.scheduling.view import ClusterView
 
 
@@ -59,9 +59,20 @@ def resources_fit(pod: Pod, node: Node, view: ClusterView) -> str | None:
 
 
 def owned_reservations(pod: Pod, view: ClusterView) -> list[Reservation]:
-    """Reservations holding room on a known node that this pod owns (it may use their room)."""
+    """Reservations holding room on a known node that this pod owns and may take (it may use their room)."""
     table = view.table
-    return [r for r in table.snapshot.reservations if r.holds_room and r.node_name in table.index and r.owned_by(pod)]
+    return [
+        r
+        for r in table.snapshot.reservations
+        if r.holds_room and r.node_name in table.index and r.owned_by(pod) and claimable(r, table)
+    ]
+
+
+def claimable(reservation: Reservation, table: NodeTable) -> bool:
+    """Owner pods may take the room once the pod it was made for is leaving or gone (migration.md §3):
+    until then the workload's next pod is another move's replacement, and the room is not its."""
+    replaced = reservation.replaces
+    return replaced is None or not replaced.uid or not table.running(replaced.uid)
 
 
 def owned_reserved(pod: Pod, node_name: str, view: ClusterView) -> IntArray:

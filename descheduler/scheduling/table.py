@@ -77,11 +77,21 @@ class NodeTable:
     pod_loads: dict[str, PodLoad] = field(default_factory=dict)
     pod_rows: dict[str, int] = field(default_factory=dict)
     pods: PodMatrix | None = None
+    # UIDs of pods known to be leaving (terminating or gone) that the snapshot still shows running:
+    # the extender adds them as watch events arrive, before its next rebuild.
+    leaving: set[str] = field(default_factory=set)
     _labels: dict[str, dict[str, list[int]]] | None = None
+    _running: frozenset[str] | None = None
 
     @property
     def size(self) -> int:
         return len(self.names)
+
+    def running(self, uid: str) -> bool:
+        """Whether the pod with this UID is in the snapshot, not terminating and not finished."""
+        if self._running is None:
+            self._running = frozenset(p.uid for p in self.snapshot.pods if not p.deleting and not p.terminal)
+        return uid in self._running and uid not in self.leaving
 
     def vector(self, values: Mapping[str, int]) -> IntArray:
         """A resource vector as a row over the table's columns (unknown resources dropped)."""

@@ -49,7 +49,7 @@ from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
 from descheduler.scheduling import ClusterView, best_node, build_table
 from descheduler.scheduling.core import anti_affinity_mask, fit_mask, selector_mask, taint_mask
-from descheduler.scheduling.predicates import owned_reservations
+from descheduler.scheduling.predicates import claimable, owned_reservations
 from descheduler.scheduling.table import IntArray
 from descheduler.sim.apiserver import ApiError, Store
 from descheduler.sim.apiserver.binding import bind_pod
@@ -243,7 +243,7 @@ class Scheduler:
             if choice.node is None:
                 self.unschedulable[pod.key] = choice.summary()
                 continue
-            reservation = self._settle(pod, choice.node)
+            reservation = self._settle(pod, choice.node, view)
             try:
                 bind_pod(self.store, pod.namespace, pod.name, {"target": {"name": choice.node}})
             except ApiError as err:
@@ -274,7 +274,7 @@ class Scheduler:
 
             self._write_status(raw["metadata"]["name"], mutate)
 
-    def _settle(self, pod: Pod, node: str) -> str:
+    def _settle(self, pod: Pod, node: str, view: ClusterView) -> str:
         """Before binding: consume the pod's Reservation on `node`, or fail the owner's oldest waiting
         one elsewhere (the extender's rule); returns the name of the one consumed, if any."""
         records = []
@@ -283,7 +283,7 @@ class Scheduler:
                 records.append(ReservationRecord.of(raw))
             except (msgspec.ValidationError, ValueError) as err:
                 log.info("scheduler: skipping unreadable Reservation: %s", err)
-        choice = choose_for_binding(pod, node, records)
+        choice = choose_for_binding(pod, node, records, lambda r: claimable(r, view.table))
         record = choice.consume or choice.fail
         if record is None:
             return ""

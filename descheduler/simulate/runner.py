@@ -25,9 +25,11 @@ from descheduler.controller.source import ClusterSource
 from descheduler.events import EventRecorder
 from descheduler.kube import CLUSTER_KINDS, MIGRATION_JOBS, RESERVATIONS, ClusterCache, KubeClient, connect
 from descheduler.loadsource import cache_kinds
+from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
 from descheduler.migration.objects import LABEL_JOB, TERMINAL_PHASES
+from descheduler.migration.presence import SchedulerPresence, plan_notices
 from descheduler.policy import Policy
 from descheduler.sim.cluster import SimulatedCluster
 from descheduler.sim.scenario import LoadedScenario
@@ -97,9 +99,18 @@ class Simulation:
             source = ClusterSource(kube, cache)
             current = lambda: policy  # noqa: E731
             events = EventRecorder(kube.api_client, clock=self.clock)
-            loop = PlanningLoop(source, Executor(kube.api_client, current), current, self.clock)
+            # The simulated scheduler renews the scheduler Lease, as the extender does in a cluster.
+            presence = SchedulerPresence(MigrationApi(kube.api_client), cluster.scheduler.lease_namespace)
+            loop = PlanningLoop(
+                source, Executor(kube.api_client, current), current, self.clock, notices=plan_notices(presence)
+            )
             migration = MigrationController(
-                kube.api_client, current, source.snapshot_now(self.clock, current), self.clock, events
+                kube.api_client,
+                current,
+                source.snapshot_now(self.clock, current),
+                self.clock,
+                events,
+                presence=presence,
             )
             evictions_before = metrics.sample("descheduler_evictions_total", {"result": "success"})
             self.record.began = cluster.now

@@ -211,6 +211,23 @@ def migration_reservation_first(scratch: Path) -> set[Access]:
         return harness.cluster.server.accesses.accesses()
 
 
+def migration_reservation_expiry(scratch: Path) -> set[Access]:
+    """A Reservation no scheduler acknowledges, past its TTL: the sweeper marks it Expired."""
+    from tests.migration.conftest import JOBS, RESERVATIONS
+
+    with migration_harness() as (harness, _):
+        harness.cluster.components.remove(harness.cluster.scheduler)
+        [name] = harness.submit(harness.plan_move("web-0", "node-c"))
+        controller = harness.controller()
+        harness.run(controller, 10, until=lambda: bool(harness.reservations()))
+        harness.cluster.store.modify(RESERVATIONS, name, "", lambda obj: obj["spec"].update(ttl="5s"))
+        harness.cluster.advance(6)
+        controller.reconcile_once()
+        assert harness.cluster.store.get(RESERVATIONS, name)["status"]["phase"] == "Expired"
+        harness.cluster.store.delete(JOBS, name)
+        return harness.cluster.server.accesses.accesses()
+
+
 def migration_evict_directly(scratch: Path) -> set[Access]:
     """QuotaReclaim's mode: no Reservation, straight to the Eviction."""
     with migration_harness() as (harness, terminal):
@@ -405,6 +422,11 @@ EXERCISES: tuple[Exercise, ...] = (
         extender_scheduler_side,
         service_account=(NAMESPACE, "descheduler-extender"),
         target=DEPLOY / "overlays" / "with-scheduler",
+    ),
+    Exercise(
+        "migration-reservation-expiry",
+        "descheduler/migration: the sweeper expires an unacknowledged Reservation",
+        migration_reservation_expiry,
     ),
     Exercise("migration-evict-directly", "descheduler/migration: EvictDirectly", migration_evict_directly),
     Exercise(

@@ -147,14 +147,16 @@ def test_no_wildcards_and_no_secrets() -> None:
 
 def test_the_lease_rules_name_the_lease_the_code_uses() -> None:
     from descheduler.controller.command import RunOptions
+    from descheduler.migration.objects import SCHEDULER_LEASE
 
     role = next(o for o in rendered(BASE) if o["kind"] == "Role")
     assert role["metadata"]["namespace"] == NAMESPACE
     by_verbs = {tuple(r["verbs"]): r for r in role["rules"]}
     # create cannot be limited by name (the name is not in a create request's URL): its own rule.
     assert "resourceNames" not in by_verbs[("create",)]
-    named = [r for r in role["rules"] if r.get("resourceNames")]
-    assert named and all(r["resourceNames"] == [RunOptions(policy=BASE).lease_name] for r in named)
+    named = {name: r["verbs"] for r in role["rules"] for name in r.get("resourceNames") or ()}
+    # Its own Lease to hold, and the reservation-aware scheduler's to read.
+    assert named == {RunOptions(policy=BASE).lease_name: ["get", "update"], SCHEDULER_LEASE: ["get"]}
 
 
 # ---------------------------------------------------------------------- the checker itself

@@ -307,3 +307,25 @@ def test_replicas_share_the_lease_as_a_heartbeat(side: Side) -> None:
     assert a.renew() and b.renew() and a.renew()
     lease = _lease(side.store)
     assert lease is not None and lease["spec"]["holderIdentity"] == "ext-a"
+
+
+def test_a_room_opens_to_the_workload_as_soon_as_its_pod_starts_terminating(side: Side) -> None:
+    """The replacement arrives milliseconds after the eviction: the room must be claimable before
+    the next rebuild shows the moved pod terminating."""
+    first = side.extender.state
+    moved = _pod("web-0")
+    moved["spec"]["nodeName"] = "other"
+    moved["status"] = {"phase": "Running"}
+    room = _reservation("move-web-0", "cool", cpu="3")
+    room["spec"]["replaces"] = {"namespace": NS, "name": "web-0", "uid": "uid-web-0"}
+    side.store.load([moved, room])
+    _wait(lambda: side.cache.get("pods", f"{NS}/web-0") is not None, "the pod in the cache")
+    side.extender.refresh(force=True)
+    rebuilt = side.extender.state
+    owner = _pod("web-new", cpu="2")
+    # web-0 still runs: the room is not web-new's, and 2 cpu do not fit beside 3 held of 4.
+    assert _filter(side, owner)["NodeNames"] == ["other"]
+    side.store.delete("pods", "web-0", NS)  # graceful: terminating from now on
+    _wait(lambda: "uid-web-0" in side.extender.state.table.leaving, "the pod seen leaving")  # type: ignore[union-attr]
+    assert _filter(side, owner)["NodeNames"] == ["cool"]  # steered onto its room
+    assert side.extender.state is rebuilt and rebuilt is not first

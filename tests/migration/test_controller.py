@@ -1,5 +1,6 @@
 """The migration controller's rules beyond the happy path: sweeper, retention, pause, bad input,
-throttling, eviction rate, cooldown, lost reservations, and a scheduler that does not mark them."""
+throttling, eviction rate, cooldown and lost reservations (the Reservation protocol itself:
+test_reservation_protocol.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 from descheduler import metrics
 from descheduler.migration.api import ApiFailure
 from descheduler.plan import Migration, Plan, PodKey
-from descheduler.sim.scheduler import Scheduler
 
 from .conftest import (
     JOBS,
@@ -70,7 +70,8 @@ def test_only_our_reservations_are_swept(make_harness: Callable[..., Harness]) -
 
 
 def test_an_unconsumed_reservation_past_its_ttl_is_expired(make_harness: Callable[..., Harness]) -> None:
-    h = make_harness(hot_cluster_objects(extra=BLOCKED), make_policy(ttl="10m"))
+    h = make_harness(policy=make_policy(ttl="10m"))
+    h.cluster.components.remove(h.cluster.scheduler)  # nothing acknowledges: the job waits, the room is held
     [name] = h.submit(h.plan_move("web-0", "node-c"))
     controller = h.controller()
     h.run(controller, 10, until=lambda: _reserved(h, name))
@@ -87,7 +88,8 @@ def test_an_unconsumed_reservation_past_its_ttl_is_expired(make_harness: Callabl
     # Before its next eviction attempt the job sees its room gone and reserves again.
     h.run(controller, 60, until=lambda: h.reservations()[0]["metadata"]["uid"] != old)
     [fresh] = h.reservations()
-    assert fresh["status"]["phase"] == "Available" and h.phase(name) == "Running"
+    assert (fresh.get("status") or {}).get("phase", "Pending") in ("Pending", "Available")
+    assert h.phase(name) == "Running"
 
 
 def test_finished_jobs_are_deleted_after_retention_but_not_while_limits_count_them(
@@ -200,7 +202,7 @@ def test_evictions_are_paced_by_evict_qps(make_harness: Callable[..., Harness]) 
     controller = h.controller()
     h.run(controller, 5)
     assert h.evictions() == 1
-    h.run(controller, 6)
+    h.run(controller, 9)
     assert h.evictions() == 2
 
 
@@ -226,8 +228,8 @@ def test_a_node_that_was_just_a_source_is_not_a_target(make_harness: Callable[..
     h.run(controller, 60, until=lambda: h.phase(second) == "Succeeded")
     status = h.job(second)["status"]
     assert status["phase"] == "Succeeded" and status["targetNode"] not in ("node-a", "node-b")
-    scheduled = next(c for c in status["conditions"] if c["type"] == "ReservationScheduled")
-    assert "node-a was a source within the cooldown" in scheduled["message"]
+    created = next(c for c in status["conditions"] if c["type"] == "ReservationCreated")
+    assert "node-a was a source within the cooldown" in created["message"]
 
 
 def test_reservation_first_needs_a_controller(make_harness: Callable[..., Harness]) -> None:
@@ -249,25 +251,6 @@ def test_a_reservation_deleted_before_the_eviction_is_made_again(make_harness: C
     h.cluster.store.delete(RESERVATIONS, name)
     h.run(controller, 60, until=lambda: bool(h.reservations()) and _reserved(h, name))
     assert [r["spec"]["nodeName"] for r in h.reservations()] == ["node-c"]
-
-
-def test_a_replacement_placed_without_marking_the_reservation_is_found(
-    make_harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    h = make_harness()
-    monkeypatch.setattr(Scheduler, "_consume", lambda self, reservation, pod: None)
-    [name] = h.submit(h.plan_move("web-0", "node-c"))
-    consumed: list[str] = []
-
-    def watch() -> bool:
-        consumed.extend((r.get("status") or {}).get("consumedBy", "") for r in h.reservations())
-        return h.phase(name) == "Succeeded"
-
-    h.run(h.controller(), 60, until=watch)
-    status = h.job(name)["status"]
-    assert status["phase"] == "Succeeded"
-    replacement = status["newPodRef"]["name"]
-    assert f"{NS}/{replacement}" in consumed  # marked by the controller, so its room is not counted twice
 
 
 def test_executor_creates_nothing_when_live_jobs_cannot_be_listed(make_harness: Callable[..., Harness]) -> None:
@@ -356,5 +339,5 @@ def test_room_held_by_someone_elses_reservation_is_not_reserved_again(make_harne
     status = h.job(name)["status"]
     assert status["targetNode"] in ("node-b", "node-d")
     assert "held by reservations" in next(
-        c["message"] for c in status["conditions"] if c["type"] == "ReservationScheduled"
+        c["message"] for c in status["conditions"] if c["type"] == "ReservationCreated"
     )

@@ -1,0 +1,233 @@
+"""The controller's side of the Reservation protocol (migration.md §3): no eviction before the
+scheduler side acknowledges the room; the replacement is the pod recorded on the Reservation; a
+replacement bound elsewhere decides the job at once; no reservation-aware scheduler, no Reservation.
+
+The scheduler side is played by hand here (the simulated scheduler is taken out of the cluster
+where a test needs to act in its place), so each rule is tested on its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from descheduler import metrics
+from descheduler.migration.api import MigrationApi
+from descheduler.migration.controller import MigrationController
+from descheduler.migration.objects import SCHEDULER_LEASE
+from descheduler.migration.presence import SchedulerPresence
+from descheduler.sim.apiserver.binding import bind_pod
+from descheduler.sim.scheduler import Scheduler
+
+from .conftest import NS, RESERVATIONS, Harness, make_policy
+
+LEASES = "leases.coordination.k8s.io"
+
+
+def _without_scheduler(h: Harness) -> None:
+    h.cluster.components.remove(h.cluster.scheduler)
+
+
+def _conditions(h: Harness, name: str) -> list[str]:
+    return [c["type"] for c in (h.job(name).get("status") or {}).get("conditions") or [] if c["status"] == "True"]
+
+
+def _set_reservation_status(h: Harness, name: str, **status: Any) -> None:
+    obj = h.cluster.store.get(RESERVATIONS, name)
+    obj["status"] = {**(obj.get("status") or {}), **status}
+    h.cluster.store.update(obj, subresource="status")
+
+
+def _evicted(h: Harness, pod: str) -> bool:
+    found = h.cluster.store.list("pods", NS, field_selector=f"metadata.name={pod}")
+    return not found or bool(found[0]["metadata"].get("deletionTimestamp"))
+
+
+def _new_web_pod(h: Harness, before: set[str]) -> dict[str, Any] | None:
+    fresh = [p for p in h.pods() if p["metadata"]["name"] not in before]
+    return fresh[0] if fresh else None
+
+
+def test_no_eviction_until_the_scheduler_side_acknowledges_the_reservation(
+    make_harness: Callable[..., Harness],
+) -> None:
+    h = make_harness()
+    _without_scheduler(h)
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    controller = h.controller()
+    h.run(controller, 20)
+    [reservation] = h.reservations()
+    assert (reservation.get("status") or {}).get("phase", "Pending") == "Pending"
+    assert _conditions(h, name) == ["ReservationCreated"]
+    assert h.job(name)["status"]["reason"] == "WaitingForScheduler"
+    assert not _evicted(h, "web-0") and h.evictions() == 0
+    _set_reservation_status(h, name, phase="Available", acknowledgedBy="scheduler-1")
+    controller.reconcile_once()
+    assert _conditions(h, name) == ["ReservationCreated", "ReservationScheduled", "Evicted"]
+    assert "scheduler-1 holds room on node node-c" in str(h.job(name)["status"]["conditions"])
+    assert h.evictions() == 1
+
+
+def _evict_under_hand_acknowledgement(h: Harness, target: str) -> tuple[str, set[str], MigrationController]:
+    _without_scheduler(h)
+    before = {p["metadata"]["name"] for p in h.pods()}
+    [name] = h.submit(h.plan_move("web-0", target))
+    controller = h.controller()
+    controller.reconcile_once()
+    _set_reservation_status(h, name, phase="Available", acknowledgedBy="test")
+    controller.reconcile_once()
+    assert h.evictions() == 1
+    h.cluster.advance(1)  # the ReplicaSet creates the replacement, unbound
+    return name, before, controller
+
+
+def test_the_replacement_is_the_pod_recorded_on_the_reservation_not_a_guess(
+    make_harness: Callable[..., Harness],
+) -> None:
+    h = make_harness()
+    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
+    replacement = _new_web_pod(h, before)
+    assert replacement is not None
+    bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-c"}})
+    h.cluster.advance(1)
+    controller.reconcile_once()
+    # Bound on the target, but nothing recorded it on the Reservation: not credited.
+    assert "ReplacementBound" not in _conditions(h, name)
+    _set_reservation_status(
+        h,
+        name,
+        phase="Consumed",
+        consumedBy=f"{NS}/{replacement['metadata']['name']}",
+        consumedByUID=replacement["metadata"]["uid"],
+    )
+    h.run(controller, 20, until=lambda: h.phase(name) == "Succeeded")
+    assert h.phase(name) == "Succeeded"
+    assert h.job(name)["status"]["newPodRef"]["name"] == replacement["metadata"]["name"]
+
+
+def test_a_replacement_bound_back_on_the_source_fails_the_job_at_once_and_frees_the_room(
+    make_harness: Callable[..., Harness],
+) -> None:
+    h = make_harness(policy=None)
+    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
+    replacement = _new_web_pod(h, before)
+    assert replacement is not None
+    bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-a"}})
+    _set_reservation_status(
+        h,
+        name,
+        phase="Failed",
+        reason="ReplacementElsewhere",
+        consumedBy=f"{NS}/{replacement['metadata']['name']}",
+        consumedByUID=replacement["metadata"]["uid"],
+    )
+    controller.reconcile_once()
+    status = h.job(name)["status"]
+    assert status["phase"] == "Failed" and status["reason"] == "ReplacementElsewhere"
+    assert "was bound to node node-a instead of the reserved node node-c" in status["message"]
+    assert "back on the source node" in status["message"]
+    assert h.reservations() == []  # released at once, not held until the TTL
+
+
+def test_a_replacement_bound_on_another_cool_node_succeeds_once_ready(make_harness: Callable[..., Harness]) -> None:
+    h = make_harness()
+    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
+    replacement = _new_web_pod(h, before)
+    assert replacement is not None
+    bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-d"}})
+    _set_reservation_status(
+        h, name, phase="Failed", reason="ReplacementElsewhere", consumedBy=f"{NS}/{replacement['metadata']['name']}"
+    )
+    controller.reconcile_once()
+    assert h.reservations() == []
+    assert "ReplacementBound" in _conditions(h, name)
+    h.run(controller, 20, until=lambda: h.phase(name) == "Succeeded")
+    status = h.job(name)["status"]
+    assert status["phase"] == "Succeeded"
+    assert status["newPodRef"]["name"] == replacement["metadata"]["name"]
+
+
+def _lease(h: Harness, renewed_ago: float) -> None:
+    """The scheduler Lease as if last renewed `renewed_ago` seconds ago by extender-1."""
+    renewed = (h.now() - timedelta(seconds=renewed_ago)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    spec = {"holderIdentity": "extender-1", "leaseDurationSeconds": 15, "renewTime": renewed}
+    if h.cluster.store.exists(LEASES, SCHEDULER_LEASE, "default"):
+        h.cluster.store.modify(LEASES, SCHEDULER_LEASE, "default", lambda lease: lease.update(spec=spec))
+        return
+    h.cluster.store.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": SCHEDULER_LEASE, "namespace": "default"},
+            "spec": spec,
+        }
+    )
+
+
+def _presence_controller(h: Harness) -> MigrationController:
+    presence = SchedulerPresence(MigrationApi(h.api), "default")
+    return MigrationController(h.api, lambda: h.policy, h.snapshot, h.now, h.recorder, presence=presence)
+
+
+def test_without_a_reservation_scheduler_the_pod_moves_without_a_reservation(
+    make_harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = make_harness()
+    # A scheduler that places pods but knows nothing of Reservations, as a stock kube-scheduler.
+    monkeypatch.setattr(Scheduler, "_renew_lease", lambda self, now: None)
+    monkeypatch.setattr(Scheduler, "_acknowledge", lambda self: None)
+    _lease(h, renewed_ago=120)  # the extender stopped renewing two minutes ago
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    controller = _presence_controller(h)
+    seen: list[dict[str, Any]] = []
+
+    def done() -> bool:
+        seen.extend(h.reservations())
+        return h.phase(name) in ("Succeeded", "Failed", "Aborted")
+
+    h.run(controller, 60, until=done)
+    status = h.job(name)["status"]
+    assert status["phase"] == "Succeeded", status
+    assert seen == []  # no Reservation that nothing would honour
+    created = next(c for c in status["conditions"] if c["type"] == "ReservationCreated")
+    assert created["status"] == "False" and created["reason"] == "NoReservationScheduler"
+    assert "last renewed by extender-1 120s ago" in created["message"]
+    assert metrics.sample("descheduler_reservation_scheduler") == 0
+    assert "NoReservationScheduler" in [e["reason"] for e in h.events("PodMigrationJob", name)]
+    replacement = h.cluster.store.get("pods", status["newPodRef"]["name"], NS)
+    assert replacement["spec"]["nodeName"] != "node-a"
+
+
+def test_a_fresh_scheduler_lease_keeps_the_reservation_protocol(make_harness: Callable[..., Harness]) -> None:
+    h = make_harness()
+    _without_scheduler(h)
+    _lease(h, renewed_ago=3)
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    _presence_controller(h).reconcile_once()
+    assert [r["metadata"]["name"] for r in h.reservations()] == [name]
+    assert metrics.sample("descheduler_reservation_scheduler") == 1
+
+
+def test_a_room_whose_pod_still_runs_does_not_draw_another_moves_replacement(
+    make_harness: Callable[..., Harness],
+) -> None:
+    # web-0 and web-1 both get acknowledged rooms (node-d and node-c); the eviction rate lets only
+    # web-0 go now. Its replacement must take web-0's room, not web-1's, whose pod still runs
+    # (node-c would win a tie of equal rooms by name).
+    h = make_harness(policy=make_policy(evictQPS=0.02, evictBurst=1, bucket=2, maxMigratingPerWorkload=2))
+    [first] = h.submit(h.plan_move("web-0", "node-d"))
+    [second] = h.submit(h.plan_move("web-1", "node-c"))
+    controller = h.controller()
+    h.run(controller, 30, until=lambda: h.phase(first) == "Succeeded")
+    assert h.phase(first) == "Succeeded"
+    assert h.evictions() == 1 and not _evicted(h, "web-1")
+    replacement = h.job(first)["status"]["newPodRef"]["name"]
+    assert h.cluster.store.get("pods", replacement, NS)["spec"]["nodeName"] == "node-d"
+    [waiting] = h.reservations()
+    assert waiting["metadata"]["name"] == second and waiting["status"]["phase"] == "Available"
+    assert not waiting["status"].get("consumedBy")
+    h.run(controller, 120, until=lambda: h.phase(second) == "Succeeded")
+    assert h.phase(second) == "Succeeded"
+    assert h.reservations() == []
