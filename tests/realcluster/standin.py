@@ -23,7 +23,7 @@ from typing import Any
 import urllib3
 
 from descheduler.errors import ClusterUnreachableError
-from descheduler.kube import KubeApiError, KubeClient
+from descheduler.kube import Cancelled, KubeApiError, KubeClient
 from descheduler.quantity import to_units
 from descheduler.sim.usage import MEASURED, UsageSpec, models_for, usage_units
 
@@ -91,6 +91,8 @@ class ObjectWatch:
                     version = ""  # too old: list again
                     continue
                 self._problem(str(error))
+            except Cancelled:
+                return  # stopped while the client waited to retry
             except (ClusterUnreachableError, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
                 self._problem(f"{type(error).__name__}: {error}")
 
