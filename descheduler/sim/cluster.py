@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from descheduler.sim.apiserver import FakeApiServer, Store
 from descheduler.sim.apiserver.server import SYSTEM_NAMESPACES
+from descheduler.sim.apiserver.watch import Watcher
 from descheduler.sim.clock import SimClock
 from descheduler.sim.disruption import DisruptionController
 from descheduler.sim.events import EventPlayer
@@ -153,14 +154,45 @@ class SimulatedCluster:
             self.step()
 
     def run_realtime(self, stop: threading.Event, speed: float = 1.0) -> None:
-        """Advance one tick per tick/speed wall seconds until `stop` is set (for `sim serve`)."""
+        """Advance one tick per tick/speed wall seconds until `stop` is set (for `sim serve`). Between
+        ticks the workload controllers and the scheduler answer pod changes at once, as a real
+        cluster's do: an evicted pod's replacement is created and bound within milliseconds."""
+        pods = self.store.resolve("pods")
+        watcher, _ = self.store.watch(pods, since=self.store.resource_version)
+        self.react()  # changes made before the watch opened
+        reacting = threading.Thread(target=self._react_to_pods, args=(watcher, stop), name="sim-react", daemon=True)
+        reacting.start()
         interval = self.tick / speed
         deadline = time.monotonic()
-        while not stop.is_set():
-            deadline += interval
-            if stop.wait(max(0.0, deadline - time.monotonic())):
-                break
-            self.advance(self.tick)
+        try:
+            while not stop.is_set():
+                deadline += interval
+                if stop.wait(max(0.0, deadline - time.monotonic())):
+                    break
+                self.advance(self.tick)
+        finally:
+            reacting.join(5)
+
+    def react(self) -> None:
+        """What the workload controllers and the scheduler do about pod changes, at the current instant."""
+        with self._lock:
+            now = self.clock()
+            for component in (self.replicasets, self.statefulsets, self.scheduler):
+                try:
+                    component.step(now)
+                except Exception:
+                    log.exception("simulated %s failed", type(component).__name__)
+
+    def _react_to_pods(self, watcher: Watcher, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                if watcher.next(0.2) is None:
+                    continue
+                while watcher.next(0.0) is not None:  # one reaction to a burst of changes
+                    pass
+                self.react()
+        finally:
+            self.store.stop_watch(watcher)
 
 
 def _known(store: Store, objects: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
