@@ -12,7 +12,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -20,8 +22,10 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -31,6 +35,16 @@ HOW_TO_GET = (
     "(unpack ../shared/kube/*.tar.xz, or use controller-runtime's setup-envtest)"
 )
 REQUIRED = ("etcd", "kube-apiserver")
+
+# The apiserver audits only what ServiceAccount credentials do (no test component uses one but our
+# processes run as deploy/'s ServiceAccounts), with the RBAC attributes and the answer, so a test can
+# see every call and every 403 of theirs. Everything else (the admin, kube-*) is not written.
+AUDIT_POLICY: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],  # a watch is written when it starts, and again when it ends
+    "rules": [{"level": "Metadata", "userGroups": ["system:serviceaccounts"]}, {"level": "None"}],
+}
 
 
 def assets_folder() -> tuple[Path | None, str]:
@@ -46,10 +60,24 @@ def assets_folder() -> tuple[Path | None, str]:
 
 
 def free_port() -> int:
+    """A loopback port free now; the child that will bind it may lose it to another process first
+    (see `ControlPlane._start`, and `OurProcess.alive` for our own processes)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+PORT_ATTEMPTS = 4
+
+
+def lost_its_port(log: Path) -> bool:
+    """Whether a process's log says it could not bind its port (etcd, kube-apiserver, kube-* all
+    report Go's `bind: address already in use`)."""
+    try:
+        return "address already in use" in log.read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def _die_with_parent() -> None:
@@ -171,6 +199,7 @@ class ControlPlane:
     etcd_url: str = ""
     server: str = ""
     kubeconfig: Path = Path()
+    audit_log: Path = Path()
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -205,8 +234,18 @@ class ControlPlane:
 
     # ---------------------------------------------------------------- components
 
-    def _spawn(self, name: str, args: list[str]) -> Process:
+    def _log_path(self, name: str) -> Path:
+        """`name.log`, or `name-2.log`, `name-3.log`, … when a process of that binary has logged here
+        before (two kube-schedulers, or a start retried on a new port, keep their own logs)."""
         log = self.workdir / f"{name}.log"
+        number = 1
+        while log.exists():
+            number += 1
+            log = self.workdir / f"{name}-{number}.log"
+        return log
+
+    def _spawn(self, name: str, args: list[str]) -> Process:
+        log = self._log_path(name)
         with log.open("wb") as out:
             popen = subprocess.Popen(
                 [str(self.assets / name), *args],
@@ -220,6 +259,23 @@ class ControlPlane:
         process = Process(name, popen, log)
         self.processes.append(process)
         return process
+
+    def _start(self, name: str, launch: Callable[[], tuple[list[str], str, str, ssl.SSLContext | None]]) -> Process:
+        """Spawn `name` with the arguments `launch()` makes (new free ports each call) and wait until
+        its URL answers `expect`. `free_port` cannot hold a port for the child, so another process
+        may take it first: a child that exits saying so is started again on new ports (no cost when
+        the ports were free, as they almost always are)."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            args, url, expect, context = launch()
+            process = self._spawn(name, args)
+            try:
+                self._wait(process, url, expect, context)
+                return process
+            except RuntimeError:
+                if attempt == PORT_ATTEMPTS or process.alive() or not lost_its_port(process.log):
+                    raise
+                self.processes.remove(process)
+        raise AssertionError("unreachable")
 
     def _wait(self, process: Process, url: str, expect: str, context: ssl.SSLContext | None = None) -> None:
         deadline = time.monotonic() + self.ready_timeout
@@ -242,12 +298,13 @@ class ControlPlane:
         )
 
     def _start_etcd(self) -> None:
-        client, peer = free_port(), free_port()
-        self.etcd_url = f"http://127.0.0.1:{client}"
-        peer_url = f"http://127.0.0.1:{peer}"
-        process = self._spawn(
-            "etcd",
-            [
+        def launch() -> tuple[list[str], str, str, ssl.SSLContext | None]:
+            client, peer = free_port(), free_port()
+            # A retried start must not find the data dir (and peer URL) of the attempt that lost its port.
+            shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+            self.etcd_url = f"http://127.0.0.1:{client}"
+            peer_url = f"http://127.0.0.1:{peer}"
+            args = [
                 "--name=t",
                 f"--data-dir={self.workdir / 'etcd'}",
                 f"--listen-client-urls={self.etcd_url}",
@@ -259,9 +316,10 @@ class ControlPlane:
                 # Progress notifications move the apiserver's watch cache to etcd's revision, so a
                 # quiet resource still gets bookmarks with a newer resourceVersion (default 10 min).
                 "--experimental-watch-progress-notify-interval=1s",
-            ],
-        )
-        self._wait(process, f"{self.etcd_url}/health", '"health":"true"')
+            ]
+            return args, f"{self.etcd_url}/health", '"health":"true"', None
+
+        self._start("etcd", launch)
 
     def admin_ssl_context(self) -> ssl.SSLContext:
         assert self.certs is not None
@@ -272,11 +330,14 @@ class ControlPlane:
     def _start_apiserver(self) -> None:
         certs = self.certs
         assert certs is not None
-        port = free_port()
-        self.server = f"https://127.0.0.1:{port}"
-        process = self._spawn(
-            "kube-apiserver",
-            [
+        self.audit_log = self.workdir / "audit.log"
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
+
+        def launch() -> tuple[list[str], str, str, ssl.SSLContext | None]:
+            port = free_port()
+            self.server = f"https://127.0.0.1:{port}"
+            args = [
                 f"--etcd-servers={self.etcd_url}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
@@ -291,20 +352,39 @@ class ControlPlane:
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--authorization-mode=Node,RBAC",
                 f"--cert-dir={self.workdir / 'apiserver-certs'}",
-            ],
-        )
-        self._wait(process, f"{self.server}/readyz", "ok", self.admin_ssl_context())
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+            ]
+            return args, f"{self.server}/readyz", "ok", self.admin_ssl_context()
+
+        self._start("kube-apiserver", launch)
         self.kubeconfig = write_kubeconfig(self.workdir / "admin.kubeconfig", self.server, certs)
+
+    def audit_events(self, user: str | None = None) -> list[dict[str, Any]]:
+        """The audit events written so far (requests made with ServiceAccount credentials only, see
+        AUDIT_POLICY), of `user` (`system:serviceaccount:NS:NAME`) when given."""
+        events = []
+        try:
+            lines = self.audit_log.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if user is None or event.get("user", {}).get("username") == user:
+                    events.append(event)
+        return events
 
     def start_controller_manager(self) -> Process:
         """kube-controller-manager with node lifecycle off (no kubelet renews node leases)."""
         certs = self.certs
         assert certs is not None
-        port = free_port()
         kubeconfig = str(self.kubeconfig)
-        process = self._spawn(
-            "kube-controller-manager",
-            [
+
+        def launch() -> tuple[list[str], str, str, ssl.SSLContext | None]:
+            port = free_port()
+            args = [
                 f"--kubeconfig={kubeconfig}",
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}",
@@ -315,26 +395,28 @@ class ControlPlane:
                 f"--service-account-private-key-file={certs.service_account_key}",
                 f"--root-ca-file={certs.ca}",
                 "--use-service-account-credentials=false",
-            ],
-        )
-        self._wait(process, f"https://127.0.0.1:{port}/healthz", "ok", _insecure())
-        return process
+            ]
+            return args, f"https://127.0.0.1:{port}/healthz", "ok", _insecure()
+
+        return self._start("kube-controller-manager", launch)
 
     def start_scheduler(self, config: Path | None = None) -> Process:
         """kube-scheduler, with a KubeSchedulerConfiguration file when given (e.g. one naming an extender)."""
-        port = free_port()
         kubeconfig = str(self.kubeconfig)
-        args = [
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-        ]
-        args += [f"--config={config}"] if config is not None else ["--leader-elect=false"]
-        process = self._spawn("kube-scheduler", args)
-        self._wait(process, f"https://127.0.0.1:{port}/healthz", "ok", _insecure())
-        return process
+
+        def launch() -> tuple[list[str], str, str, ssl.SSLContext | None]:
+            port = free_port()
+            args = [
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+            ]
+            args += [f"--config={config}"] if config is not None else ["--leader-elect=false"]
+            return args, f"https://127.0.0.1:{port}/healthz", "ok", _insecure()
+
+        return self._start("kube-scheduler", launch)
 
 
 def _insecure() -> ssl.SSLContext:

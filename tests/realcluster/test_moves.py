@@ -18,12 +18,12 @@ from __future__ import annotations
 import math
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import installed
 import pytest
 from controlplane import HOW_TO_GET, ControlPlane, Process
 from moves_support import (
@@ -35,9 +35,7 @@ from moves_support import (
     clean_up,
     controller_process,
     cordon,
-    create_namespace,
     create_test_nodes,
-    delete_quietly,
     deployment,
     extender_process,
     has,
@@ -134,12 +132,15 @@ def hot(apps: list[str]) -> UsageSpec:
 
 @dataclass
 class Components:
-    """What the module shares: the controller-manager, both schedulers, the extender."""
+    """What the module shares: the controller-manager, both schedulers, the extender, and the
+    deploy/ RBAC installed with a token kubeconfig per ServiceAccount."""
 
     workdir: Path
-    scheduler_namespace: str  # where the extender renews the scheduler Lease
+    scheduler_namespace: str  # where the extender renews the scheduler Lease: the Roles' namespace
     extender: OurProcess
     processes: list[Process]
+    controller_kubeconfig: Path  # the `descheduler` ServiceAccount's token
+    control_plane: ControlPlane
 
 
 @pytest.fixture(scope="module")
@@ -148,19 +149,27 @@ def components(
 ) -> Iterator[Components]:
     """kube-controller-manager, the stock kube-scheduler, `descheduler extender` and a kube-scheduler
     whose profile `load-aware-scheduler` calls it; all stopped when the module ends, so later tests
-    find the bare control plane they expect."""
+    find the bare control plane they expect. The extender runs as deploy/ installs it: the
+    `descheduler-extender` ServiceAccount's token, bound by the rendered RBAC, its Lease in the
+    rendered namespace."""
     missing = [b for b in ("kube-controller-manager", "kube-scheduler") if not (control_plane.assets / b).is_file()]
     if missing:
         pytest.skip(f"{control_plane.assets} has no {', '.join(missing)}: {HOW_TO_GET}")
+    assert control_plane.certs is not None
     workdir = tmp_path_factory.mktemp("moves")
     install_our_crds(kube)
     install_node_metric_crd(kube)
-    scheduler_namespace = f"moves-scheduler-{uuid.uuid4().hex[:5]}"
-    create_namespace(kube, scheduler_namespace)
+    installation = installed.install(kube)
+    tokens = {
+        account: installed.token_kubeconfig(
+            control_plane.kubeconfig, control_plane.certs.ca, workdir / f"{account}.kubeconfig", account
+        )
+        for account in (installed.CONTROLLER, installed.EXTENDER)
+    }
     started: list[Process] = []
     extender_policy = workdir / "extender-policy.yaml"
     extender_policy.write_text(EXTENDER_POLICY)
-    extender = extender_process(workdir, control_plane.kubeconfig, extender_policy, scheduler_namespace)
+    extender = extender_process(workdir, tokens[installed.EXTENDER], extender_policy, installed.NAMESPACE)
     try:
         started.append(control_plane.start_controller_manager())
         started.append(control_plane.start_scheduler())
@@ -170,12 +179,12 @@ def components(
             workdir / "load-aware-scheduler.yaml", control_plane.kubeconfig, f"http://127.0.0.1:{extender.port}"
         )
         started.append(control_plane.start_scheduler(config))
-        yield Components(workdir, scheduler_namespace, extender, started)
+        yield Components(workdir, installed.NAMESPACE, extender, started, tokens[installed.CONTROLLER], control_plane)
     finally:
         for process in reversed(started):
             process.stop()
         extender.stop()
-        delete_quietly(kube, f"/api/v1/namespaces/{scheduler_namespace}")
+        installation.remove(kube)
 
 
 @dataclass
@@ -269,7 +278,13 @@ def node_names(run: str, prefix: str, count: int) -> list[str]:
 
 
 def start_controller(
-    stage: Stage, components: Components, kubeconfig: Path, *, identity: str, lease_namespace: str
+    stage: Stage,
+    components: Components,
+    kubeconfig: Path,
+    *,
+    identity: str,
+    lease_namespace: str,
+    lease_name: str | None = None,
 ) -> OurProcess:
     policy = components.workdir / f"policy-{stage.run}.yaml"
     policy.write_text(policy_text(stage.run, stage.namespace))
@@ -278,7 +293,7 @@ def start_controller(
         kubeconfig,
         policy,
         lease_namespace=lease_namespace,
-        lease_name=f"descheduler-{stage.run}",
+        lease_name=lease_name or f"descheduler-{stage.run}",
         identity=identity,
         lease=LEASE,
     )
@@ -417,12 +432,28 @@ def judge(stage: Stage, *, expect_reservations: bool) -> Judgement:
     return Judgement(problems, len(evicted), len(new_pods))
 
 
+def check_permissions(components: Components, processes: dict[str, OurProcess]) -> None:
+    """No 403 in any process's log, none in the apiserver's audit of its ServiceAccount, and every call
+    it made allowed by the manifests (tests/deploy/rbac.py's evaluator agreeing with the real
+    authorizer); the granted permissions this run did not use are printed, not failed (a run uses
+    what its scenario needs)."""
+    problems: list[str] = []
+    for account, process in processes.items():
+        problems += [f"{process.name} ({account}) log: {line}" for line in installed.forbidden_lines(process.text())]
+        report = installed.audit(components.control_plane.audit_events(installed.user(account)), account)
+        assert report.accesses, f"no audited call of {account}: is it using its token?"
+        problems += [f"apiserver refused {account}: {refusal}" for refusal in report.refused]
+        problems += [f"{account} made a call the manifests do not allow: {access}" for access in report.not_covered]
+        print(f"\n{account}: {len(report.accesses)} distinct calls; unused: " + "; ".join(map(str, report.unused)))
+    assert not problems, "\n".join(problems)
+
+
 # ---------------------------------------------------------------------------------- the tests
 
 
-def test_with_the_extender_every_move_lands_on_its_reservation(
-    components: Components, stage: Stage, kubeconfig: Path
-) -> None:
+def test_with_the_extender_every_move_lands_on_its_reservation(components: Components, stage: Stage) -> None:
+    """Both processes as deploy/overlays/with-scheduler installs them: each its ServiceAccount's
+    token and nothing more, the Leases in the Roles' namespace; not one call refused."""
     stage.hot_nodes = node_names(stage.run, "hot", 3)
     stage.cool_nodes = node_names(stage.run, "cool", 3)
     stage.workloads = {"web": 48, "api": 48}
@@ -433,9 +464,10 @@ def test_with_the_extender_every_move_lands_on_its_reservation(
     controller = start_controller(
         stage,
         components,
-        kubeconfig,
+        components.controller_kubeconfig,
         identity=f"controller-{stage.run}",
-        lease_namespace=components.scheduler_namespace,
+        lease_namespace=installed.NAMESPACE,
+        lease_name=installed.CONTROLLER_LEASE,
     )
     try:
         wait_leader(controller)
@@ -453,6 +485,7 @@ def test_with_the_extender_every_move_lands_on_its_reservation(
         f"{verdict.evicted} evictions, {verdict.replacements} replacements, needed ≥ {moves}; "
         f"most in flight per workload {recorder.in_flight_peak}; {elapsed:.0f}s from start ({took:.0f}s to settle)"
     )
+    check_permissions(components, {installed.CONTROLLER: controller, installed.EXTENDER: components.extender})
     assert not verdict.problems, "\n".join(verdict.problems)
     assert [summary(j) for j in jobs if phase(j) != "Succeeded"] == []
     assert len(jobs) >= 20

@@ -1,0 +1,163 @@
+"""The project's RBAC as `kubectl apply -k deploy/overlays/with-scheduler` installs it, on the real
+control plane: the ServiceAccounts, ClusterRoles, ClusterRoleBindings, Roles and RoleBindings the
+project's kustomize renderer (tests/deploy/kustomize.py) makes of deploy/base and the overlay, in
+the rendered namespace; tokens for the ServiceAccounts from the TokenRequest API and kubeconfigs
+that use them; and what the apiserver's audit log says each ServiceAccount did (every call's RBAC
+attributes and answer), judged with tests/deploy/rbac.py's evaluator against the same manifests."""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import yaml
+from realcluster_support import REPO, create
+
+from descheduler.kube import KubeApiError, KubeClient
+from descheduler.sim.apiserver import Access
+from tests.deploy.kustomize import render
+from tests.deploy.rbac import Permission, grants_for, rbac_covers, unused_permissions
+
+OVERLAY = REPO / "deploy" / "overlays" / "with-scheduler"
+NAMESPACE = "descheduler-system"  # what deploy/base/kustomization.yaml sets
+CONTROLLER = "descheduler"
+EXTENDER = "descheduler-extender"
+CONTROLLER_LEASE = "descheduler"  # `descheduler run`'s default --lease-name, the one the Role names
+RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+
+_PATHS = {
+    "Namespace": "/api/v1/namespaces",
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+}
+
+# A log line that reports a refusal: the server's Status reason, or a client error's "403 Forbidden".
+FORBIDDEN = re.compile(r"\b403\b|forbidden", re.IGNORECASE)
+
+
+def rendered_rbac() -> list[dict[str, Any]]:
+    """The overlay's (and so the base's) Namespace and RBAC objects, as rendered."""
+    return [o for o in render(OVERLAY) if o["kind"] in RBAC_KINDS]
+
+
+def _path(obj: dict[str, Any]) -> str:
+    return _PATHS[obj["kind"]].format(ns=obj["metadata"].get("namespace", ""))
+
+
+@dataclass
+class Installation:
+    """What `install` applied, to delete again."""
+
+    objects: list[dict[str, Any]] = field(default_factory=list)
+
+    def remove(self, kube: KubeClient) -> None:
+        """Every object, newest first (the namespace last: without the controller-manager it would stay
+        Terminating, with its objects in it)."""
+        for obj in reversed(self.objects):
+            try:
+                kube.request("DELETE", f"{_path(obj)}/{obj['metadata']['name']}")
+            except KubeApiError as error:
+                if error.status != 404:
+                    raise
+
+
+def install(kube: KubeClient) -> Installation:
+    """Create every rendered Namespace and RBAC object (one already there is left as it is)."""
+    done = Installation()
+    order = {kind: index for index, kind in enumerate(RBAC_KINDS)}
+    for obj in sorted(rendered_rbac(), key=lambda o: order[o["kind"]]):
+        try:
+            create(kube, _path(obj), obj)
+        except KubeApiError as error:
+            if error.status != 409:
+                raise
+        done.objects.append(obj)
+    return done
+
+
+def token_kubeconfig(admin_kubeconfig: Path, ca: Path, path: Path, service_account: str) -> Path:
+    """A kubeconfig for `service_account` in NAMESPACE: a bearer token from the TokenRequest API
+    (an hour; the audience the apiserver defaults to, its issuer) and the server's CA."""
+    api = kubernetes.config.new_client_from_config(config_file=str(admin_kubeconfig))
+    try:
+        server = api.configuration.host
+        request = kubernetes.client.AuthenticationV1TokenRequest(
+            spec=kubernetes.client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
+        )
+        answer = kubernetes.client.CoreV1Api(api).create_namespaced_service_account_token(
+            service_account, NAMESPACE, request
+        )
+        token = answer.status.token
+    finally:
+        api.close()
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "realcluster",
+                "cluster": {"server": server, "certificate-authority-data": base64.b64encode(ca.read_bytes()).decode()},
+            }
+        ],
+        "users": [{"name": service_account, "user": {"token": token}}],
+        "contexts": [{"name": service_account, "context": {"cluster": "realcluster", "user": service_account}}],
+        "current-context": service_account,
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def user(service_account: str) -> str:
+    return f"system:serviceaccount:{NAMESPACE}:{service_account}"
+
+
+def forbidden_lines(log_text: str) -> list[str]:
+    return [line for line in log_text.splitlines() if FORBIDDEN.search(line)]
+
+
+def access_of(event: dict[str, Any]) -> Access:
+    """An audit event's RBAC attributes (the same ones kube-apiserver's authorizer saw)."""
+    ref = event.get("objectRef")
+    if not ref or not ref.get("resource"):
+        return Access(event["verb"], path=event["requestURI"].split("?", 1)[0])
+    return Access(
+        event["verb"],
+        group=ref.get("apiGroup", ""),
+        resource=ref["resource"],
+        subresource=ref.get("subresource", ""),
+        namespace=ref.get("namespace", ""),
+        name=ref.get("name", ""),
+    )
+
+
+@dataclass
+class AuditReport:
+    """What one ServiceAccount did on the real server, against what the manifests grant it."""
+
+    service_account: str
+    refused: list[str]  # every 403 the apiserver answered it: "verb resource … (reason)"
+    not_covered: list[Access]  # calls the manifests do not allow, by tests/deploy/rbac.py's evaluator
+    unused: list[Permission]  # granted permissions no call used in this run
+    accesses: set[Access]
+
+
+def audit(events: list[dict[str, Any]], service_account: str) -> AuditReport:
+    accesses = {access_of(e) for e in events}
+    refused = sorted(
+        {
+            f"{access_of(e)} ({(e.get('annotations') or {}).get('authorization.k8s.io/reason', '')})"
+            for e in events
+            if (e.get("responseStatus") or {}).get("code") == 403
+        }
+    )
+    grants = grants_for(render(OVERLAY), NAMESPACE, service_account)
+    return AuditReport(
+        service_account, refused, rbac_covers(grants, accesses), unused_permissions(grants, accesses), accesses
+    )
