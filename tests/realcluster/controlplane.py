@@ -286,7 +286,8 @@ class ControlPlane:
             try:
                 with urllib.request.urlopen(url, timeout=2, context=context) as response:
                     body = response.read().decode(errors="replace")
-                    if expect in body:
+                    # Alive too: the answer must be our child's, not another process's that took its port.
+                    if expect in body and process.alive():
                         return
                     last = body
             except (urllib.error.URLError, OSError) as error:

@@ -17,7 +17,7 @@ from controlplane import ControlPlane, free_port
 # taken one, then answers "ok" on it.
 FAKE_BINARY = textwrap.dedent(
     f"""\
-    #!{sys.executable}
+    #!{sys.executable} -IS
     import http.server, sys
     port = int(sys.argv[1])
 
@@ -52,8 +52,7 @@ def test_a_start_that_lost_its_port_is_retried_on_a_new_one_with_its_own_log(pla
     plane.workdir.mkdir()
     ports: list[int] = []
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
+        taken.bind(("127.0.0.1", 0))  # bound, not listening: the health check is refused at once
 
         def launch() -> tuple[list[str], str, str, ssl.SSLContext | None]:
             # The first port is one another process holds, as when free_port's choice is taken first.
