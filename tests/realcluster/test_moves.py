@@ -4,6 +4,9 @@ stand-in and a NodeMetric publisher over the API, and `descheduler run` as a pro
 
 - kube-scheduler calling `descheduler extender` (filter, prioritize, bind): every move lands on its
   Reservation, judged from the pods' nodes and the Reservations' consumedByUID, not the job's record;
+  both processes run as deploy/overlays/with-scheduler installs them (the rendered RBAC applied, a
+  TokenRequest token per ServiceAccount, the Leases in the Roles' namespace) and not one call of
+  theirs is refused (their logs and the apiserver's audit); the extender runs so for the whole module;
 - the stock kube-scheduler alone: no job fails because nothing honours Reservations, the hot nodes
   are relieved, and the controller says no reservation-aware scheduler answers;
 - the controller SIGKILLed at each migration step: no pod evicted twice, no orphan Reservation,
@@ -649,6 +652,7 @@ def test_controller_killed_at_each_step_evicts_once_and_decides_every_job(
         f"{verdict.evicted} evictions, {verdict.replacements} replacements; {time.monotonic() - began:.0f}s ({took:.0f}s to settle)"
     )
     assert len(killer.kills) == len(STEPS)
+    check_permissions(components, {installed.EXTENDER: components.extender})
     assert not verdict.problems, "\n".join(verdict.problems)
     assert not recorder.live_reservations()
     assert [summary(j) for j in jobs if phase(j) not in TERMINAL] == []
