@@ -569,13 +569,17 @@ class MigrationController:
         self._log(handle.job).warning("moving without a reservation", detail=why)
         return True
 
+    def _reservation_of(self, job: PodMigrationJob) -> tuple[str, Reservation | None]:
+        """The job's Reservation, read now: its name, and the object (None when there is none)."""
+        name = job.status.reservation_ref.name if job.status.reservation_ref else reservation_name(job)
+        raw = self.api.get_object(RESERVATIONS, name)
+        return name, parse_reservation(raw) if raw is not None else None
+
     def _await_acknowledged(self, handle: JobHandle, ctx: _Pass) -> bool:
         """Evict only once the scheduler side says its state holds the room (migration.md §3, step 3):
         a replacement placed 10 ms after the eviction must already see the Reservation."""
         job = handle.job
-        name = job.status.reservation_ref.name if job.status.reservation_ref else reservation_name(job)
-        raw = self.api.get_object(RESERVATIONS, name)
-        reservation = parse_reservation(raw) if raw is not None else None
+        name, reservation = self._reservation_of(job)
         if reservation is None or not reservation.holds_room:
             return self._reserve_again(handle, name, reservation)
         node = reservation.spec.node_name
@@ -590,24 +594,23 @@ class MigrationController:
         absent = self._no_reservation_scheduler(ctx)
         if absent:
             # The scheduler went away before it held the room: nothing was done to the pod yet.
-            self.api.delete_object(RESERVATIONS, name, (raw or {}).get("metadata", {}).get("uid", ""))
-            status = without_conditions(job.status, "ReservationCreated")
-            self._write(handle, status.model_copy(update={"reservation_ref": None}))
+            self._release(job)
+            self._forget_reservation(handle)
             return self._go_without_reservation(handle, ctx, absent)
         self._note(handle, "WaitingForScheduler", f"Reservation {name} on node {node} waits for the scheduler")
         return False
 
     def _reserve_again(self, handle: JobHandle, name: str, reservation: Reservation | None) -> bool:
         """The Reservation is gone or no longer holds room before the eviction: reserve anew."""
-        job = handle.job
         state = "is gone" if reservation is None else f"is {reservation.status.phase}"
-        status = without_conditions(job.status, "ReservationCreated", "ReservationScheduled")
-        status = status.model_copy(
-            update={"reservation_ref": None, "reason": "ReservationLost", "message": f"Reservation {name} {state}"}
-        )
-        self._write(handle, status)
-        self._log(job).warning("reservation lost before eviction; reserving again", state=state)
+        self._forget_reservation(handle, reason="ReservationLost", message=f"Reservation {name} {state}")
+        self._log(handle.job).warning("reservation lost before eviction; reserving again", state=state)
         return False
+
+    def _forget_reservation(self, handle: JobHandle, **update: str) -> None:
+        """Before the eviction: the job holds no room any more; its next step reserves again."""
+        status = without_conditions(handle.job.status, "ReservationCreated", "ReservationScheduled")
+        self._write(handle, status.model_copy(update={"reservation_ref": None, **update}))
 
     def _target(self, handle: JobHandle, pod: Pod, ctx: _Pass) -> tuple[str, str] | None:
         """The node to reserve on and a note on how it was chosen; None when the job must wait or failed."""
@@ -638,8 +641,7 @@ class MigrationController:
             # Evicted by an earlier instance that stopped before recording it, or by someone else.
             return self._mark_evicted(handle, ctx, "PodGone", f"{why}; not evicted again")
         _, pod = got
-        reserved = job.spec.mode == "ReservationFirst" and not without_reservation(job.status)
-        if reserved and not self._room_still_held(handle, ctx):
+        if reserves(job) and not self._room_still_held(handle, ctx):
             return True
         assert self._evictions is not None
         if not self._evictions.take(ctx.now.timestamp()):
@@ -667,10 +669,7 @@ class MigrationController:
 
     def _room_still_held(self, handle: JobHandle, ctx: _Pass) -> bool:
         """Before evicting: the Reservation must still hold room, else make a new one first."""
-        job = handle.job
-        name = job.status.reservation_ref.name if job.status.reservation_ref else reservation_name(job)
-        raw = self.api.get_object(RESERVATIONS, name)
-        reservation = parse_reservation(raw) if raw is not None else None
+        name, reservation = self._reservation_of(handle.job)
         if reservation is not None and reservation.holds_room:
             return True
         return self._reserve_again(handle, name, reservation)
@@ -692,13 +691,12 @@ class MigrationController:
             metrics.EVICTIONS.labels("pdb_blocked").inc()
             self._retry_later(handle, ctx.now, self.budget_backoff)
             detail = "; ".join((failure.message, *failure.details)) if failure.details else failure.message
-            if job.spec.mode == "ReservationFirst" and not without_reservation(job.status):
+            if reserves(job):
                 # An acknowledged Reservation draws the workload's next pod to it; while a budget says
                 # "not now" that pod is another move's replacement and would take this room. Release
                 # it, and reserve again when the eviction is retried.
                 self._release(job)
-                status = without_conditions(job.status, "ReservationCreated", "ReservationScheduled")
-                self._write(handle, status.model_copy(update={"reservation_ref": None}))
+                self._forget_reservation(handle)
                 detail += "; its Reservation is released until then"
             self._note(handle, "DisruptionBudget", f"eviction refused, will retry: {detail}")
             self._event(job, "Warning", "EvictionBlocked", f"a PodDisruptionBudget allows no disruption now: {detail}")
@@ -720,9 +718,7 @@ class MigrationController:
         """The replacement is the pod the scheduler side recorded on this job's Reservation (migration.md
         §3, step 5): Consumed on the target, or Failed when the owner's pod went to another node."""
         job = handle.job
-        name = job.status.reservation_ref.name if job.status.reservation_ref else reservation_name(job)
-        raw = self.api.get_object(RESERVATIONS, name)
-        reservation = parse_reservation(raw) if raw is not None else None
+        name, reservation = self._reservation_of(job)
         if reservation is None or not reservation.status.consumed_by:
             if reservation is None:
                 self._note(handle, "ReservationGone", f"Reservation {name} is gone; waiting for the replacement")
@@ -1071,6 +1067,11 @@ class MigrationController:
         counts["Failed"] += len(invalid)
         for phase, count in counts.items():
             metrics.JOBS.labels(phase).set(count)
+
+
+def reserves(job: PodMigrationJob) -> bool:
+    """Whether the job moves its pod through a Reservation."""
+    return job.spec.mode == "ReservationFirst" and not without_reservation(job.status)
 
 
 def without_reservation(status: PodMigrationJobStatus) -> bool:

@@ -101,13 +101,15 @@ class HttpExtender:
         self._priorities = msgspec.json.Decoder(list[HostPriority])
 
     def _send(self, verb: str, pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> bytes:
-        config = self.config
         args: dict[str, Any] = {"Pod": pod, "Nodes": None, "NodeNames": None}
-        if config.node_cache_capable:
+        if self.config.node_cache_capable:
             args["NodeNames"] = [n["metadata"]["name"] for n in nodes]
         else:
             args["Nodes"] = {"items": list(nodes)}
-        url = config.url_prefix.rstrip("/") + "/" + verb
+        return self._post(verb, args)
+
+    def _post(self, verb: str, args: Mapping[str, Any]) -> bytes:
+        url = self.config.url_prefix.rstrip("/") + "/" + verb
         try:
             response = self._http.request(
                 "POST", url, body=msgspec.json.encode(args), headers={"Content-Type": "application/json"}
@@ -155,17 +157,9 @@ class HttpExtender:
         """POST ExtenderBindingArgs to `bindVerb`; an Error in the answer is an ExtenderCallError."""
         meta = pod["metadata"]
         args = {"PodName": meta["name"], "PodNamespace": meta["namespace"], "PodUID": meta.get("uid", ""), "Node": node}
-        url = self.config.url_prefix.rstrip("/") + "/" + self.config.bind_verb
+        answer = self._post(self.config.bind_verb, args)
         try:
-            response = self._http.request(
-                "POST", url, body=msgspec.json.encode(args), headers={"Content-Type": "application/json"}
-            )
-        except urllib3.exceptions.HTTPError as err:
-            raise ExtenderCallError(f"bind at {url}: {err}") from None
-        if response.status != 200:
-            raise ExtenderCallError(f"failed bind with extender at URL {url}, code {response.status}")
-        try:
-            result = msgspec.json.decode(bytes(response.data), type=ExtenderBindingResult)
+            result = msgspec.json.decode(answer, type=ExtenderBindingResult)
         except msgspec.DecodeError as err:
             raise ExtenderCallError(f"bind answer is not an ExtenderBindingResult: {err}") from None
         if result.Error:
