@@ -24,16 +24,16 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 import strategies
+from descheduler.eligibility import eviction_refusal
 from descheduler.errors import InputError
-from descheduler.evictor import eviction_refusal
+from descheduler.fakecluster.apiserver import ApiError
+from descheduler.fakecluster.apiserver.binding import bind_pod
+from descheduler.fakecluster.scheduler import MAX_NODE_SCORE, Binding, Scheduler, in_tree_filter, in_tree_scores
 from descheduler.model import Pod
 from descheduler.plan import Migration, NodeClass, NodeReport, PodKey, Skip
 from descheduler.policy.fields import PolicyModel
 from descheduler.scheduling import ClusterView, build_table
 from descheduler.scheduling.table import IntArray
-from descheduler.sim.apiserver import ApiError
-from descheduler.sim.apiserver.binding import bind_pod
-from descheduler.sim.scheduler import MAX_NODE_SCORE, Binding, Scheduler, in_tree_filter, in_tree_scores
 from descheduler.snapshot import load_snapshot_objects
 from descheduler.strategy import PlanContext, StrategyResult
 

@@ -189,7 +189,7 @@ def bench_events(args: argparse.Namespace) -> dict[str, Any]:
 
 def bench_server(args: argparse.Namespace) -> dict[str, Any]:
     """End to end: the fake API server holds the cluster; the cache lists and watches it over HTTP."""
-    from descheduler.sim.apiserver import FakeApiServer
+    from descheduler.fakecluster.apiserver import FakeApiServer
 
     with FakeApiServer() as server:
         server.store.load(realistic(node_objects(args.nodes)))

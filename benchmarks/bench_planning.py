@@ -16,7 +16,7 @@ import statistics
 import time
 
 from benchmarks.cluster import generated_snapshot
-from descheduler.planner import plan_cycle
+from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import parse_policy
 from descheduler.scheduling import ClusterView, best_node, build_table
 

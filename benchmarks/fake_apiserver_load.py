@@ -17,7 +17,7 @@ from typing import Any
 
 from kubernetes import client
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 
 def nodes(count: int) -> Iterator[dict[str, Any]]:

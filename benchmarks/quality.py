@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.quality [--nodes 20 --seed 1 ...]     # print one scenario's results
     .venv/bin/python -m benchmarks.run quality                          # all scenarios, into RESULTS.md
 
-Each scenario (descheduler/sim/traces.py: sampled Alibaba openb nodes and their share of pods,
+Each scenario (descheduler/fakecluster/traces.py: sampled Alibaba openb nodes and their share of pods,
 packed first-fit so some nodes are full and others empty; cpu follows the Alibaba 2018 diurnal
 curve, memory the GenAI per-pod series) runs three times through `Simulation` (the real cache,
 planning loop, executor and migration controller against the simulated API server):
@@ -37,11 +37,11 @@ import numpy as np
 
 from benchmarks.baseline import baseline_policy_text, register_baseline, use_spread_scheduler
 from descheduler.controller.cycle import CycleResult
-from descheduler.evictor import eviction_refusal
+from descheduler.eligibility import eviction_refusal
+from descheduler.fakecluster.scenario import LoadedScenario, Timing
+from descheduler.fakecluster.traces import trace_scenario
 from descheduler.policy import Policy, parse_policy
 from descheduler.quantity import to_units
-from descheduler.sim.scenario import LoadedScenario, Timing
-from descheduler.sim.traces import trace_scenario
 from descheduler.simulate.record import SimulationRecord
 from descheduler.simulate.runner import Simulation, SimulationOptions
 from descheduler.snapshot import Snapshot

@@ -294,7 +294,7 @@ def child_planning() -> dict[str, Sample]:
     from benchmarks.bench_cache import fill_cache, offline_client
     from descheduler.kube import NODES, PODS, ClusterCache
     from descheduler.kube.kinds import KINDS, QUOTAS_SIGS
-    from descheduler.planner import plan_cycle
+    from descheduler.plan_cycle import plan_cycle
     from descheduler.policy import parse_policy
     from descheduler.scheduling import ClusterView, best_node, build_table
 
@@ -383,7 +383,7 @@ def child_memory() -> dict[str, Sample]:
     from benchmarks.bench_cache import realistic
     from benchmarks.fake_apiserver_load import nodes as node_objects
     from benchmarks.fake_apiserver_load import pods as pod_objects
-    from descheduler.sim.apiserver import FakeApiServer
+    from descheduler.fakecluster.apiserver import FakeApiServer
 
     nodes, pods = _size()
     with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
@@ -403,7 +403,7 @@ def child_memory() -> dict[str, Sample]:
 def node_metrics(nodes: int, pods: int) -> Any:
     """Koordinator NodeMetrics for the generated pods (`fake_apiserver_load.pods` puts pod i on node
     i % nodes); the first 10% of nodes are hot."""
-    from descheduler.sim.apiserver.clock import rfc3339
+    from descheduler.fakecluster.apiserver.clock import rfc3339
 
     stamp = rfc3339(NOW.timestamp())
     per_node: list[list[dict[str, Any]]] = [[] for _ in range(nodes)]
@@ -446,7 +446,7 @@ def controller_process(kubeconfig: str) -> dict[str, Sample]:
     watches, NodeMetrics included), one load reading, one snapshot and one plan."""
     from descheduler.kube import CLUSTER_KINDS, ClusterCache, connect
     from descheduler.loadsource import cache_kinds, reader_for
-    from descheduler.planner import plan_cycle
+    from descheduler.plan_cycle import plan_cycle
     from descheduler.policy import parse_policy
 
     policy = parse_policy(PLANNING_POLICY + "loadSource: {type: nodeMetric}\n")

@@ -16,9 +16,9 @@ from descheduler import __version__
 from descheduler.controller.cli import run_command
 from descheduler.errors import ClusterUnreachableError, InputError, NoClusterConfigError
 from descheduler.extender.command import extender_command
+from descheduler.fakecluster.cli import sim_app
 from descheduler.kube.cli import ContextOption, KubeconfigOption, plan_snapshot, snapshot_app
 from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
-from descheduler.sim.cli import sim_app
 from descheduler.simulate.cli import simulate_command
 
 # Plain help (not Typer's rich panels, which give every flag a `<bool>` value placeholder);
@@ -90,7 +90,7 @@ def plan(
     in-cluster).
 
     Exit codes: 0 planned; 1 bad input, or no cluster configuration found; 2 the cluster could not be read."""
-    from descheduler.planner import plan_cycle
+    from descheduler.plan_cycle import plan_cycle
     from descheduler.report import render
     from descheduler.snapshot import load_snapshot
 

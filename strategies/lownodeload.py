@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 from pydantic import BaseModel
 
-from descheduler.evictor import eviction_refusal
+from descheduler.eligibility import eviction_refusal
 from descheduler.model import (
     ANNOTATION_DELETION_COST,
     ANNOTATION_EVICTION_COST,

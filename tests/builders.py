@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from descheduler.plan import Plan
-from descheduler.planner import State, plan_cycle
+from descheduler.plan_cycle import State, plan_cycle
 from descheduler.policy import Policy, parse_policy
 from descheduler.quantity import to_units
 from descheduler.snapshot import Snapshot, load_snapshot_objects

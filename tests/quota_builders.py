@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from descheduler.plan import Plan
-from descheduler.planner import plan_cycle
+from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import parse_policy
 from descheduler.snapshot import load_snapshot_objects
 

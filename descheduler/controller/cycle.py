@@ -20,7 +20,7 @@ from descheduler import metrics
 from descheduler.errors import InputError
 from descheduler.events import EventRecorder, ObjectRef
 from descheduler.plan import Plan, QuotaRef
-from descheduler.planner import plan_cycle
+from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
 

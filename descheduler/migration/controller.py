@@ -21,8 +21,8 @@ import structlog
 
 from descheduler import decode, metrics
 from descheduler.durations import format_duration
+from descheduler.eligibility import hard_refusal
 from descheduler.events import EventRecorder, EventType, ObjectRef
-from descheduler.evictor import hard_refusal
 from descheduler.migration.api import ApiFailure, MigrationApi
 from descheduler.migration.arbiter import JobFacts, Verdict, WorkloadFacts, arbitrate, cooling_sources
 from descheduler.migration.objects import (

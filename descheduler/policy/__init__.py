@@ -14,7 +14,8 @@ from descheduler.policy.document import (
     register_strategy_args,
 )
 from descheduler.policy.errors import PolicyError
-from descheduler.policy.evictor import EvictorArgs, Limits, NamespaceFilter
+from descheduler.policy.evictor import EvictorArgs, NamespaceFilter
+from descheduler.policy.limits import Limits
 from descheduler.policy.loading import default_policy, load_policy, parse_policy, policy_schema, schema_text
 from descheduler.policy.loadsource import (
     LoadSource,

@@ -20,8 +20,9 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from descheduler.policy.crossfield import INVALID, PartialInput, Problem, cross_field_rules
-from descheduler.policy.evictor import EvictorArgs, Limits
+from descheduler.policy.evictor import EvictorArgs
 from descheduler.policy.fields import PolicyModel, PositiveDuration, Selector, problem
+from descheduler.policy.limits import Limits
 from descheduler.policy.loadsource import LoadSource, MetricsServerSource
 from descheduler.policy.lownodeload import LowNodeLoadArgs
 from descheduler.policy.migration import MigrationArgs

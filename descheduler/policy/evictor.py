@@ -1,4 +1,4 @@
-"""Which pods may ever be moved (lownodeload.md §2) and the per-cycle move limits."""
+"""Which pods may ever be moved (lownodeload.md §2): the evictor's switchable rules."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Self
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 from descheduler.policy.crossfield import PartialInput, Problem, cross_field_rules
-from descheduler.policy.fields import Duration, NonNegativeInt, PolicyModel, Selector
+from descheduler.policy.fields import Duration, PolicyModel, Selector
 
 
 class NamespaceFilter(PolicyModel):
@@ -46,11 +46,3 @@ class EvictorArgs(PolicyModel):
     min_replicas: int = Field(default=2, ge=1, description="never move pods of workloads with fewer replicas")
     label_selector: Selector | None = Field(default=None, description="only move pods matching this selector")
     namespaces: NamespaceFilter | None = Field(default=None, description="only move pods in these namespaces")
-
-
-class Limits(PolicyModel):
-    """How many moves one cycle may plan: unset = no limit, 0 = no moves."""
-
-    max_evictions_per_cycle: NonNegativeInt | None = None
-    max_evictions_per_node: NonNegativeInt | None = None
-    max_evictions_per_namespace: NonNegativeInt | None = None

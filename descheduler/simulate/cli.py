@@ -37,8 +37,8 @@ def simulate_command(
     from descheduler.controller.cli import check_log_level
     from descheduler.controller.logs import configure_logging
     from descheduler.errors import InputError
+    from descheduler.fakecluster.scenario import load_demo_scenario, load_scenario
     from descheduler.policy import default_policy, load_policy
-    from descheduler.sim.scenario import load_demo_scenario, load_scenario
     from descheduler.simulate.charts import render_html
     from descheduler.simulate.runner import Simulation, SimulationOptions
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from descheduler.controller.cycle import CycleResult
-from descheduler.evictor import eviction_refusal
+from descheduler.eligibility import eviction_refusal
 from descheduler.plan import Plan
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot

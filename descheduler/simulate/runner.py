@@ -23,6 +23,8 @@ from descheduler import metrics
 from descheduler.controller.cycle import PlanningLoop
 from descheduler.controller.source import ClusterSource
 from descheduler.events import EventRecorder
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import LoadedScenario
 from descheduler.kube import CLUSTER_KINDS, MIGRATION_JOBS, RESERVATIONS, ClusterCache, KubeClient, connect
 from descheduler.loadsource import cache_kinds
 from descheduler.migration.api import MigrationApi
@@ -31,8 +33,6 @@ from descheduler.migration.executor import Executor
 from descheduler.migration.objects import LABEL_JOB, TERMINAL_PHASES
 from descheduler.migration.presence import SchedulerPresence, plan_notices
 from descheduler.policy import Policy
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import LoadedScenario
 from descheduler.simulate.record import SimulationRecord, phase
 
 log = structlog.get_logger(__name__)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from descheduler.budget import EvictionBudget
-from descheduler.evictor import hard_refusal
+from descheduler.eligibility import hard_refusal
 from descheduler.model import LABEL_QUOTA_PREEMPTIBLE
 from descheduler.plan import Migration, PodKey, QuotaRef, Skip
 from descheduler.policy import QuotaReclaimArgs

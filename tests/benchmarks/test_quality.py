@@ -18,10 +18,10 @@ from benchmarks.quality import (
     ours_policy,
     run_one,
 )
-from descheduler.planner import plan_cycle
-from descheduler.sim.apiserver import Store
-from descheduler.sim.clock import SimClock
-from descheduler.sim.traces import trace_scenario, traces_dir
+from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.clock import SimClock
+from descheduler.fakecluster.traces import trace_scenario, traces_dir
+from descheduler.plan_cycle import plan_cycle
 from tests import builders as b
 
 T0 = 1_768_478_400.0

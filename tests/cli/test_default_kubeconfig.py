@@ -12,8 +12,8 @@ import pytest
 import yaml
 from cli_support import POLICY, assert_one_clear_error, cli
 
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import load_demo_scenario
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import load_demo_scenario
 
 DEMO_NODES = {"node-a", "node-b", "node-c", "node-d", "node-e", "node-f", "node-gpu"}
 

@@ -61,7 +61,7 @@ import pytest
 from kubernetes import client
 from servers import ServerUnderTest
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 FAKE_ONLY = "fake_only"
 

@@ -11,7 +11,7 @@ from typing import Any
 from kubernetes import client
 from servers import ServerUnderTest
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 
 def pod(

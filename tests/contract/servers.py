@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from kubernetes import config
 
-from descheduler.sim.apiserver import RESOURCES, FakeApiServer, ResourceTable, ResourceType
+from descheduler.fakecluster.apiserver import RESOURCES, FakeApiServer, ResourceTable, ResourceType
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = ResourceTable(RESOURCES)

@@ -10,7 +10,7 @@ import pytest
 from contract_support import pod, raw_request, running_pod, status_body, watch_lines
 from kubernetes import client
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 
 def _binding(name: str, node: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from contract_support import pod, status_body
 from kubernetes import client
 from servers import ServerUnderTest
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 POD_SPEC_IMMUTABLE = (
     "the real server forbids pod spec changes other than images, activeDeadlineSeconds, tolerations added and "

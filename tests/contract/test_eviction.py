@@ -9,7 +9,7 @@ import pytest
 from contract_support import pod, running_pod, status_body
 from kubernetes import client
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 PDB_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
 

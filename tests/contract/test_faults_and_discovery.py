@@ -11,7 +11,7 @@ import pytest
 from contract_support import pod, raw_request, status_body
 from kubernetes import client, config
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 
 def test_fail_next_makes_exactly_n_matching_requests_fail_with_500(core: Any, server: FakeApiServer) -> None:

@@ -10,7 +10,7 @@ from contract_support import pod, running_pod, status_body
 from kubernetes import client
 from servers import ServerUnderTest
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from contract_support import pod, raw_request, status_body
 from kubernetes import client
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from contract_support import pod, running_pod
 
-from descheduler.sim.apiserver import ApiError, FakeApiServer, Store
+from descheduler.fakecluster.apiserver import ApiError, FakeApiServer, Store
 
 
 def test_load_creates_missing_namespaces_and_keeps_status_and_identity() -> None:

@@ -19,8 +19,8 @@ import pytest
 from contract_support import pod, raw_request
 from servers import ServerUnderTest
 
-from descheduler.sim.apiserver import FakeApiServer
-from descheduler.sim.apiserver.printing import human_duration
+from descheduler.fakecluster.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver.printing import human_duration
 
 KUBECTL_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"

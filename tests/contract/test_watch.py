@@ -12,7 +12,7 @@ import urllib3
 from contract_support import pod, watch_lines
 from kubernetes import client, watch
 
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 
 def _later(delay: float, action: Callable[[], object]) -> threading.Thread:

@@ -101,8 +101,8 @@ def test_a_reclaim_writes_an_event_on_the_borrowing_elastic_quota() -> None:
     from pathlib import Path
 
     from descheduler.events import EventRecorder
+    from descheduler.fakecluster.apiserver import FakeApiServer
     from descheduler.policy import load_policy
-    from descheduler.sim.apiserver import FakeApiServer
 
     root = Path(__file__).resolve().parents[2]
     quota_demo = load_snapshot(root / "descheduler" / "demo" / "quota.yaml")

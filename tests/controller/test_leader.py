@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from descheduler.controller.leader import LeaderElector, LeaseConfig
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 LEASE = {"lease_duration": 2.0, "renew_deadline": 1.2, "retry_period": 0.1}
 

@@ -21,10 +21,10 @@ from descheduler.controller.process import ControllerProcess, Options
 from descheduler.controller.reload import PolicyFile
 from descheduler.controller.source import ClusterSource
 from descheduler.events import EventRecorder, ObjectRef
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import load_demo_scenario
 from descheduler.kube import CLUSTER_KINDS, ClusterCache, connect
 from descheduler.migration.executor import Executor
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import load_demo_scenario
 
 # Deadlines are derived from the policy's interval (the policy file is re-read before every cycle)
 # and the cache's sync, times a generous factor: the test waits on conditions, not on a fast machine.

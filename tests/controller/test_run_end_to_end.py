@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import load_demo_scenario
 from descheduler.policy import parse_policy
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import load_demo_scenario
 from descheduler.simulate.record import limit_violations
 
 # Every deadline below is derived from these timings (the policy's, the lease's, the scenario's),

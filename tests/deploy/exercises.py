@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from descheduler.sim.apiserver import Access, FakeApiServer
-from descheduler.sim.apiserver.server import SYSTEM_NAMESPACES
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import load_demo_scenario
+from descheduler.fakecluster.apiserver import Access, FakeApiServer
+from descheduler.fakecluster.apiserver.server import SYSTEM_NAMESPACES
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import load_demo_scenario
 
 from .deploy_support import DEPLOY, FIXTURES, NAMESPACE
 
@@ -187,7 +187,7 @@ def _finish(harness: Any, names: list[str], terminal: set[str]) -> None:
 def migration_reservation_first(scratch: Path) -> set[Access]:
     """A planned move end to end: PodMigrationJob, Reservation, a conflicting status write, eviction
     blocked by a PDB and retried (a repeated event), replacement bound, clean-up after retention."""
-    from descheduler.planner import plan_cycle
+    from descheduler.plan_cycle import plan_cycle
     from tests.migration.conftest import NS, pdb
 
     with migration_harness() as (harness, terminal):

@@ -1,5 +1,5 @@
 """RBAC as kube-apiserver evaluates it: which rules bind to a ServiceAccount, and whether they allow
-an access (the authorization attributes the fake API server records, `descheduler.sim.apiserver.Access`).
+an access (the authorization attributes the fake API server records, `descheduler.fakecluster.apiserver.Access`).
 
 Follows the RBAC authorizer (k8s.io/kubernetes/pkg/apis/rbac/v1/evaluation_helpers.go): a rule
 allows a resource request when its verbs, apiGroups and resources match (`*` and `*/subresource`
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from descheduler.sim.apiserver import Access
+from descheduler.fakecluster.apiserver import Access
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 
-from descheduler.sim.apiserver import Access, FakeApiServer, request_access
+from descheduler.fakecluster.apiserver import Access, FakeApiServer, request_access
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from descheduler.sim.apiserver import Access
+from descheduler.fakecluster.apiserver import Access
 
 from .deploy_support import BASE, NAMESPACE, controller_targets, deploy_targets, rendered, target_id
 from .exercises import EXERCISES, SERVICE_ACCOUNT, Exercise, run_exercise

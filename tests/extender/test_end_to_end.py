@@ -20,13 +20,13 @@ import pytest
 from descheduler.extender import CacheSource, Extender, ExtenderServer
 from descheduler.extender.command import EXTENDER_KINDS
 from descheduler.extender.reservations import ReservationWriter
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import parse_scenario
+from descheduler.fakecluster.scheduler import Binding, ExtenderConfig, in_tree_scores
 from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
 from descheduler.loadsource import reader_for
 from descheduler.policy import default_policy
 from descheduler.scheduling import ClusterView, build_table
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import parse_scenario
-from descheduler.sim.scheduler import Binding, ExtenderConfig, in_tree_scores
 from descheduler.snapshot import load_snapshot_objects
 
 T0 = 1_768_478_400.0  # 2026-01-15T12:00:00Z

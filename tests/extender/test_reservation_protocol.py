@@ -17,11 +17,11 @@ from descheduler.extender import CacheSource, Extender, ExtenderServer, RefreshT
 from descheduler.extender.command import EXTENDER_KINDS
 from descheduler.extender.lease import SchedulerLease
 from descheduler.extender.reservations import BindError, ReservationWriter
+from descheduler.fakecluster.apiserver import FakeApiServer, Store
 from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
 from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.model import OwnerRef, Pod
 from descheduler.policy import default_policy
-from descheduler.sim.apiserver import FakeApiServer, Store
 
 from .conftest import Client, extender_args
 

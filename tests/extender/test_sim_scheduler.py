@@ -12,9 +12,9 @@ import pytest
 
 from descheduler import metrics
 from descheduler.extender import Extender, ExtenderServer, SnapshotFileSource
-from descheduler.sim.apiserver import Store
-from descheduler.sim.clock import SimClock
-from descheduler.sim.scheduler import Binding, ExtenderConfig, Scheduler
+from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.clock import SimClock
+from descheduler.fakecluster.scheduler import Binding, ExtenderConfig, Scheduler
 from tests.builders import loaded_node
 
 from .conftest import scheduling_args, write_snapshot

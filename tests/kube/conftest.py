@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
-from descheduler.sim.apiserver import FakeApiServer
 
 FAST_RETRY = RetryPolicy(max_retries=4, backoff_base=0.01, backoff_cap=0.05)
 

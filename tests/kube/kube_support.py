@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import (
     DAEMONSETS,
     DEPLOYMENTS,
@@ -24,7 +25,6 @@ from descheduler.kube import (
     ClusterCache,
 )
 from descheduler.kube.listing import records_of
-from descheduler.sim.apiserver import FakeApiServer
 from descheduler.snapshot import Snapshot
 
 

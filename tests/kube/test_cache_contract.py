@@ -14,6 +14,7 @@ import pytest
 from kube_support import converged, eventually, node, pod, reference_snapshot, server_records
 
 from descheduler import metrics
+from descheduler.fakecluster.apiserver import FakeApiServer, Store
 from descheduler.kube import (
     CLUSTER_KINDS,
     NODES,
@@ -26,7 +27,6 @@ from descheduler.kube import (
 )
 from descheduler.kube.kinds import RawList
 from descheduler.kube.listing import ContinueExpired, list_pages
-from descheduler.sim.apiserver import FakeApiServer, Store
 
 MakeCache = Callable[..., ClusterCache]
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)

@@ -13,10 +13,10 @@ from kubernetes import client as k8s
 
 from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
+from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import KubeApiError, KubeClient, RetryPolicy, TokenBucket, connect
 from descheduler.kube.client import kube_verb
 from descheduler.kube.ratelimit import Cancelled
-from descheduler.sim.apiserver import FakeApiServer
 
 PODS = "/api/v1/namespaces/default/pods"
 

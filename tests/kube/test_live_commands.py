@@ -15,12 +15,12 @@ import pytest
 import yaml
 from kube_support import node, pod
 
+from descheduler.fakecluster.apiserver import FakeApiServer
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import load_demo_scenario
 from descheduler.kube import KubeClient
 from descheduler.kube.live import REDACTED, save_snapshot
 from descheduler.policy import default_policy
-from descheduler.sim.apiserver import FakeApiServer
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import load_demo_scenario
 from descheduler.snapshot import SNAPSHOT_TIME_ANNOTATION, load_snapshot
 
 NODE_METRIC_POLICY = """\

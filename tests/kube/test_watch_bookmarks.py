@@ -10,10 +10,10 @@ from typing import Any, cast
 import pytest
 from kube_support import eventually, node, pod
 
+from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import DEPLOYMENTS, NAMESPACES, NODES, PDBS, PODS, REPLICASETS, ClusterCache, KubeClient
 from descheduler.kube.kinds import KINDS
 from descheduler.kube.reflector import Reflector
-from descheduler.sim.apiserver import FakeApiServer
 
 # Lines as kube-apiserver v1.36.2 wrote them for a watch with allowWatchBookmarks=true.
 REAL_BOOKMARKS = {

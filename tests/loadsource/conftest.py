@@ -9,8 +9,8 @@ from http.server import ThreadingHTTPServer
 import pytest
 from loadsource_support import PrometheusStub, handler, vector
 
+from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import KubeClient, RetryPolicy
-from descheduler.sim.apiserver import FakeApiServer
 
 
 @pytest.fixture

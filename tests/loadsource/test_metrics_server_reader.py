@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import KubeClient
 from descheduler.loadsource import LoadSourceError, MetricsServerReader
-from descheduler.sim.apiserver import FakeApiServer
 from descheduler.snapshot import load_snapshot_objects
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)

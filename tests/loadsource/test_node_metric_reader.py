@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import CLUSTER_KINDS, ClusterCache, KubeClient
 from descheduler.loadsource import LoadSourceError, NodeMetricReader, cache_kinds, reader_for
 from descheduler.policy import NodeMetricSource
-from descheduler.sim.apiserver import FakeApiServer
 from descheduler.snapshot import load_snapshot_objects
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from descheduler.events import EventRecorder
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.observe import cluster_snapshot
+from descheduler.fakecluster.scenario import parse_scenario
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
 from descheduler.plan import Migration, Plan, PodKey
 from descheduler.policy import Policy, parse_policy
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.observe import cluster_snapshot
-from descheduler.sim.scenario import parse_scenario
 from descheduler.snapshot import Snapshot
 
 T0 = 1_768_478_400.0  # 2026-01-15T12:00:00Z

@@ -9,8 +9,8 @@ import pytest
 from kubernetes import client
 from urllib3.exceptions import NewConnectionError
 
+from descheduler.fakecluster.apiserver.eviction import MULTIPLE_PDBS, PDB_VIOLATION
 from descheduler.migration.api import _failure
-from descheduler.sim.apiserver.eviction import MULTIPLE_PDBS, PDB_VIOLATION
 
 
 def _error(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> client.ApiException:

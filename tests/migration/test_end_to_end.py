@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from descheduler import metrics
-from descheduler.planner import plan_cycle
+from descheduler.plan_cycle import plan_cycle
 
 from .conftest import NS, RESERVATIONS, Harness, hot_cluster_objects, make_policy, node, pdb
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from descheduler.events import EventRecorder, ObjectRef
-from descheduler.sim.apiserver import FakeApiServer
+from descheduler.fakecluster.apiserver import FakeApiServer
 
 T0 = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 

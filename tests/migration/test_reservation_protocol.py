@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from descheduler import metrics
+from descheduler.fakecluster.apiserver.binding import bind_pod
+from descheduler.fakecluster.scheduler import Scheduler
 from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.migration.presence import SchedulerPresence
-from descheduler.sim.apiserver.binding import bind_pod
-from descheduler.sim.scheduler import Scheduler
 
 from .conftest import NS, RESERVATIONS, Harness, make_policy
 

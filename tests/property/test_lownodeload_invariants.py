@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from descheduler.evictor import eviction_refusal
+from descheduler.eligibility import eviction_refusal
 from descheduler.plan import Plan
 from descheduler.policy import parse_policy
 from descheduler.priority import is_prod

@@ -17,8 +17,8 @@ import kubernetes
 import yaml
 from realcluster_support import REPO, create
 
+from descheduler.fakecluster.apiserver import Access
 from descheduler.kube import KubeApiError, KubeClient
-from descheduler.sim.apiserver import Access
 from tests.deploy.kustomize import render
 from tests.deploy.rbac import Permission, grants_for, rbac_covers, unused_permissions
 

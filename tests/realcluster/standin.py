@@ -4,7 +4,7 @@
 short delay after it is bound (conditions, container statuses, podIP, startTime), and finishes the
 deletion of a terminating pod (delete again with grace period 0), as a kubelet does once the
 containers stopped. `LoadPublisher` writes a Koordinator NodeMetric per node every few seconds
-from the simulator's usage models (`descheduler.sim.usage`), so pods use what their model says
+from the simulator's usage models (`descheduler.fakecluster.usage`), so pods use what their model says
 and not what they request. Both run on their own threads, are bounded and stop on `stop()`.
 """
 
@@ -23,9 +23,9 @@ from typing import Any
 import urllib3
 
 from descheduler.errors import ClusterUnreachableError
+from descheduler.fakecluster.usage import MEASURED, UsageSpec, models_for, usage_units
 from descheduler.kube import Cancelled, KubeApiError, KubeClient
 from descheduler.quantity import to_units
-from descheduler.sim.usage import MEASURED, UsageSpec, models_for, usage_units
 
 Obj = dict[str, Any]
 Handler = Callable[[str, Obj], None]

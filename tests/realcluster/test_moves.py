@@ -12,7 +12,7 @@ stand-in and a NodeMetric publisher over the API, and `descheduler run` as a pro
 - the controller SIGKILLed at each migration step: no pod evicted twice, no orphan Reservation,
   every job decided as its replacement's node says.
 
-Pods use 2.2 times their cpu request (`descheduler.sim.usage` models), so the nodes that hold the
+Pods use 2.2 times their cpu request (`descheduler.fakecluster.usage` models), so the nodes that hold the
 hot workloads run hot while their requests look modest, as on a real cluster.
 """
 
@@ -52,8 +52,8 @@ from moves_support import (
 from realcluster_support import create, install_node_metric_crd, install_our_crds
 from standin import KubeletStandIn, LoadPublisher
 
+from descheduler.fakecluster.usage import UsageSpec
 from descheduler.kube import KubeClient
-from descheduler.sim.usage import UsageSpec
 
 # Every deadline below is derived from these timings times SLACK, so the tests wait on conditions,
 # never on the speed of the machine.

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from descheduler.evictor import eviction_refusal
+from descheduler.eligibility import eviction_refusal
 from descheduler.policy import EvictorArgs, parse_policy
 from tests.builders import NOW, Obj, node, pod, snapshot, workload
 

@@ -15,7 +15,7 @@ import yaml
 from descheduler.controller import cycle
 from descheduler.controller.cycle import PlanningLoop
 from descheduler.plan import Plan
-from descheduler.planner import plan_cycle
+from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import Policy
 from descheduler.report import render
 from descheduler.snapshot import Snapshot, load_snapshot

@@ -9,7 +9,7 @@ import pytest
 
 from descheduler.errors import InputError
 from descheduler.model import ElasticQuota
-from descheduler.planner import plan_cycle
+from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import load_policy
 from descheduler.resources import Resources
 from descheduler.snapshot import load_snapshot

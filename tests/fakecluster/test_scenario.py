@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from descheduler.sim.scenario import (
+from descheduler.fakecluster.scenario import (
     DeletePodEvent,
     NodeEvent,
     ScaleEvent,

@@ -1,9 +1,9 @@
 import random
 import re
 
-from descheduler.sim.apiserver import Store
-from descheduler.sim.clock import SimClock
-from descheduler.sim.workloads import (
+from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.clock import SimClock
+from descheduler.fakecluster.workloads import (
     DeploymentController,
     GarbageCollector,
     ReplicaSetController,

@@ -2,9 +2,9 @@ from typing import Any
 
 import pytest
 
-from descheduler.sim.apiserver import Store
-from descheduler.sim.apiserver.clock import rfc3339
-from descheduler.sim.disruption import DisruptionController
+from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.apiserver.clock import rfc3339
+from descheduler.fakecluster.disruption import DisruptionController
 
 from .conftest import T0, pod, replicaset
 

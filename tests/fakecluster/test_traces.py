@@ -1,7 +1,7 @@
 import pytest
 
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.traces import trace_scenario, traces_dir
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.traces import trace_scenario, traces_dir
 
 from .conftest import T0
 

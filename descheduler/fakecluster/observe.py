@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from descheduler.sim.apiserver import Store
+from descheduler.fakecluster.apiserver import Store
 from descheduler.snapshot import Snapshot, load_snapshot_objects
 
 SNAPSHOT_RESOURCES = (

@@ -1,6 +1,6 @@
-from descheduler.sim.apiserver import Store
-from descheduler.sim.kubelet import PodUsage
-from descheduler.sim.metrics import MetricsPublisher
+from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.kubelet import PodUsage
+from descheduler.fakecluster.metrics import MetricsPublisher
 from descheduler.snapshot import load_snapshot_objects
 
 from .conftest import T0, node, pod

@@ -8,10 +8,10 @@ import time
 import urllib.request
 from typing import Any
 
-from descheduler.sim.apiserver.clock import rfc3339, rfc3339_micro
-from descheduler.sim.clock import parse_instant
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import LoadedScenario, load_demo_scenario, parse_scenario
+from descheduler.fakecluster.apiserver.clock import rfc3339, rfc3339_micro
+from descheduler.fakecluster.clock import parse_instant
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import LoadedScenario, load_demo_scenario, parse_scenario
 
 from .conftest import T0
 

@@ -1,7 +1,7 @@
 from typing import Any
 
-from descheduler.sim.apiserver import Store
-from descheduler.sim.scheduler import Binding, Scheduler
+from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.scheduler import Binding, Scheduler
 
 from .conftest import T0, node, pod
 

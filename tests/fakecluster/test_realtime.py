@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import load_demo_scenario
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import load_demo_scenario
 
 
 def test_an_evicted_pods_replacement_is_made_and_bound_without_waiting_for_a_tick() -> None:

@@ -32,8 +32,8 @@ def serve(
     import threading
 
     from descheduler.errors import InputError, listen_error
-    from descheduler.sim.cluster import SimulatedCluster
-    from descheduler.sim.scenario import load_demo_scenario, load_scenario
+    from descheduler.fakecluster.cluster import SimulatedCluster
+    from descheduler.fakecluster.scenario import load_demo_scenario, load_scenario
 
     if not 0 <= port <= 65535:
         raise InputError(f"must be a port number (0–65535), got {port}", field="--port")

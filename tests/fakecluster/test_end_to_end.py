@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 
-from descheduler.sim.cluster import SimulatedCluster
-from descheduler.sim.scenario import load_demo_scenario
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import load_demo_scenario
 
 from .conftest import T0
 

@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from descheduler.durations import parse_duration
 from descheduler.errors import InputError
+from descheduler.fakecluster.clock import parse_instant
+from descheduler.fakecluster.usage import UsageSpec
 from descheduler.labels import LabelSelector
-from descheduler.sim.clock import parse_instant
-from descheduler.sim.usage import UsageSpec
 
 API_VERSION: Final = "descheduler.dev/v1alpha1"
 KIND: Final = "Scenario"
@@ -292,7 +292,7 @@ def load_scenario(path: str | os.PathLike[str]) -> LoadedScenario:
 
 
 def demo_scenario_path() -> Path:
-    return Path(str(files("descheduler.sim").joinpath("scenarios", "demo.yaml")))
+    return Path(str(files("descheduler.fakecluster").joinpath("scenarios", "demo.yaml")))
 
 
 def load_demo_scenario() -> LoadedScenario:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from descheduler.sim.apiserver import Store
-from descheduler.sim.clock import SimClock
+from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.clock import SimClock
 
 T0 = 1_768_478_400.0  # 2026-01-15T12:00:00Z
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from descheduler.sim.scenario import LoadedScenario, parse_scenario
+from descheduler.fakecluster.scenario import LoadedScenario, parse_scenario
 
 TRACES_ENV = "DESCHEDULER_TRACES"
 OPENB = "alibaba-gpu-v2023-openb"

@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from descheduler.sim.apiserver import ApiError, Store
-from descheduler.sim.apiserver.clock import rfc3339
-from descheduler.sim.kubelet import PodUsage
+from descheduler.fakecluster.apiserver import ApiError, Store
+from descheduler.fakecluster.apiserver.clock import rfc3339
+from descheduler.fakecluster.kubelet import PodUsage
 
 Source = Callable[[], Mapping[str, PodUsage]]
 

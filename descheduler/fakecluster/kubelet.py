@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from descheduler.sim.apiserver import ApiError, Store
-from descheduler.sim.apiserver.clock import rfc3339
-from descheduler.sim.clock import parse_instant
-from descheduler.sim.pods import Obj, is_terminal, pod_key, pod_requests, set_condition
-from descheduler.sim.usage import UsageModel, UsageSpec, models_for, usage_units
+from descheduler.fakecluster.apiserver import ApiError, Store
+from descheduler.fakecluster.apiserver.clock import rfc3339
+from descheduler.fakecluster.clock import parse_instant
+from descheduler.fakecluster.pods import Obj, is_terminal, pod_key, pod_requests, set_condition
+from descheduler.fakecluster.usage import UsageModel, UsageSpec, models_for, usage_units
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from descheduler.fakecluster.apiserver import ApiError, Store
+from descheduler.fakecluster.apiserver.clock import rfc3339
+from descheduler.fakecluster.clock import parse_instant
+from descheduler.fakecluster.pods import Obj, controller_ref, is_ready, is_terminal, is_terminating
 from descheduler.labels import LabelSelector
-from descheduler.sim.apiserver import ApiError, Store
-from descheduler.sim.apiserver.clock import rfc3339
-from descheduler.sim.clock import parse_instant
-from descheduler.sim.pods import Obj, controller_ref, is_ready, is_terminal, is_terminating
 
 DISRUPTED_POD_TIMEOUT = 120.0  # seconds an eviction's entry in disruptedPods lives (DeletionTimeout)
 

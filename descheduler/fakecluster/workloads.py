@@ -13,8 +13,8 @@ import json
 import random
 from typing import Any
 
-from descheduler.sim.apiserver import ApiError, Store
-from descheduler.sim.pods import Obj, controller_ref, is_active, is_ready, owned_by, owner_reference
+from descheduler.fakecluster.apiserver import ApiError, Store
+from descheduler.fakecluster.pods import Obj, controller_ref, is_active, is_ready, owned_by, owner_reference
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
 

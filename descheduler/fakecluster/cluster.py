@@ -10,17 +10,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from descheduler.sim.apiserver import FakeApiServer, Store
-from descheduler.sim.apiserver.server import SYSTEM_NAMESPACES
-from descheduler.sim.apiserver.watch import Watcher
-from descheduler.sim.clock import SimClock
-from descheduler.sim.disruption import DisruptionController
-from descheduler.sim.events import EventPlayer
-from descheduler.sim.kubelet import Kubelet
-from descheduler.sim.metrics import MetricsPublisher
-from descheduler.sim.scenario import LoadedScenario
-from descheduler.sim.scheduler import Scheduler
-from descheduler.sim.workloads import (
+from descheduler.fakecluster.apiserver import FakeApiServer, Store
+from descheduler.fakecluster.apiserver.server import SYSTEM_NAMESPACES
+from descheduler.fakecluster.apiserver.watch import Watcher
+from descheduler.fakecluster.clock import SimClock
+from descheduler.fakecluster.disruption import DisruptionController
+from descheduler.fakecluster.events import EventPlayer
+from descheduler.fakecluster.kubelet import Kubelet
+from descheduler.fakecluster.metrics import MetricsPublisher
+from descheduler.fakecluster.scenario import LoadedScenario
+from descheduler.fakecluster.scheduler import Scheduler
+from descheduler.fakecluster.workloads import (
     DeploymentController,
     GarbageCollector,
     ReplicaSetController,

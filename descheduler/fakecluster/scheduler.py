@@ -43,6 +43,8 @@ from descheduler.extender.reservations import (
     consumed_status,
     failed_status,
 )
+from descheduler.fakecluster.apiserver import ApiError, Store
+from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.model import Pod
 from descheduler.policy import default_policy
@@ -51,8 +53,6 @@ from descheduler.scheduling import ClusterView, best_node, build_table
 from descheduler.scheduling.core import anti_affinity_mask, fit_mask, selector_mask, taint_mask
 from descheduler.scheduling.predicates import claimable, owned_reservations
 from descheduler.scheduling.table import IntArray
-from descheduler.sim.apiserver import ApiError, Store
-from descheduler.sim.apiserver.binding import bind_pod
 from descheduler.snapshot import load_snapshot_objects
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 import pytest
 
-from descheduler.sim.usage import Diurnal, Series, UsageModel, diurnal_factor, usage_units
+from descheduler.fakecluster.usage import Diurnal, Series, UsageModel, diurnal_factor, usage_units
 
 GI = 2**30
 
@@ -47,8 +47,8 @@ def test_invalid_models_are_refused(fields: dict[str, object]) -> None:
 
 def test_a_cluster_started_now_loads_as_its_scenario_start_does() -> None:
     """The demo's load is its afternoon peak (its `start`), not the wall clock's time of day."""
-    from descheduler.sim.cluster import SimulatedCluster
-    from descheduler.sim.scenario import load_demo_scenario
+    from descheduler.fakecluster.cluster import SimulatedCluster
+    from descheduler.fakecluster.scenario import load_demo_scenario
 
     def usage(cluster: SimulatedCluster) -> dict[str, tuple[int, int]]:
         cluster.advance(60)

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from descheduler.fakecluster.apiserver import ApiError, Store
+from descheduler.fakecluster.scenario import DeletePodEvent, Event, NodeEvent, ScaleEvent
 from descheduler.labels import LabelSelector
-from descheduler.sim.apiserver import ApiError, Store
-from descheduler.sim.scenario import DeletePodEvent, Event, NodeEvent, ScaleEvent
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
-from descheduler.sim.apiserver import Store
-from descheduler.sim.kubelet import Kubelet
-from descheduler.sim.usage import ResourceModels, UsageModel, UsageSpec
+from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.kubelet import Kubelet
+from descheduler.fakecluster.usage import ResourceModels, UsageModel, UsageSpec
 
 from .conftest import T0, pod
 
