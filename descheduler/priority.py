@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from descheduler.model import LABEL_PRIORITY_CLASS, Pod, PriorityBand
+from descheduler.model import ANNOTATION_DELETION_COST, LABEL_PRIORITY_CLASS, Pod, PriorityBand
 
 _BANDS: tuple[tuple[int, int, PriorityBand], ...] = (
     (9000, 9999, "koord-prod"),
@@ -38,3 +38,18 @@ def is_prod(pod: Pod) -> bool:
     if band != "none":
         return band == "koord-prod"
     return pod.qos != "BestEffort"
+
+
+def annotated_cost(pod: Pod, annotation: str) -> int:
+    """An integer cost annotation (pod-deletion-cost, eviction-cost); 0 when absent or not an integer."""
+    try:
+        return int(pod.annotations.get(annotation, "0"))
+    except ValueError:
+        return 0
+
+
+def importance(pod: Pod | None) -> tuple[int, ...]:
+    """Lower is less important and moves first: priority band, priority, pod-deletion-cost."""
+    if pod is None:
+        return (-1,)
+    return (BAND_RANK[priority_band(pod)], pod.priority or 0, annotated_cost(pod, ANNOTATION_DELETION_COST))

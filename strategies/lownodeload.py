@@ -23,7 +23,7 @@ from descheduler.model import (
 )
 from descheduler.plan import Migration, Mode, NodeClass, NodeReport, PodKey, Skip
 from descheduler.policy import LowNodeLoadArgs, PoolArgs
-from descheduler.priority import BAND_RANK, priority_band
+from descheduler.priority import BAND_RANK, annotated_cost, priority_band
 from descheduler.scheduling import best_node
 from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, BoolArray, FloatArray, IntArray
 from descheduler.strategy import PlanContext, StrategyResult
@@ -476,13 +476,6 @@ def _skip(result: StrategyResult, pod: Pod, node: str, reason: str) -> None:
     result.skipped.append(Skip(pod=PodKey.of(pod), reason=reason, strategy=LowNodeLoad.name, node=node))
 
 
-def _int_annotation(pod: Pod, key: str) -> int:
-    try:
-        return int(pod.annotations.get(key, "0"))
-    except ValueError:
-        return 0
-
-
 def _sort_key(
     ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, excess: FloatArray, weights: FloatArray
 ) -> Callable[[Pod], tuple[Any, ...]]:
@@ -504,8 +497,8 @@ def _sort_key(
         "priorityClass": lambda pod: BAND_RANK[priority_band(pod)],
         "priority": lambda pod: pod.priority or 0,
         "qos": lambda pod: _QOS_RANK[pod.qos],
-        "deletionCost": lambda pod: _int_annotation(pod, ANNOTATION_DELETION_COST),
-        "evictionCost": lambda pod: _int_annotation(pod, ANNOTATION_EVICTION_COST),
+        "deletionCost": lambda pod: annotated_cost(pod, ANNOTATION_DELETION_COST),
+        "evictionCost": lambda pod: annotated_cost(pod, ANNOTATION_EVICTION_COST),
         "usageFit": usage_fit,
         "age": lambda pod: -(pod.created or _EPOCH).timestamp(),
         "name": lambda pod: (pod.namespace, pod.name),

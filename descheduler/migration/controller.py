@@ -58,9 +58,9 @@ from descheduler.migration.records import (
     without_conditions,
 )
 from descheduler.migration.targets import Placement
-from descheduler.model import ANNOTATION_DELETION_COST, Pod
+from descheduler.model import Pod
 from descheduler.policy import Policy
-from descheduler.priority import BAND_RANK, priority_band
+from descheduler.priority import importance
 from descheduler.snapshot import Snapshot
 from descheduler.tokenbucket import TokenBucket
 
@@ -164,17 +164,6 @@ class _Pass:
             live += [r for r in snapshot.reservations if r.name not in ours]
             self._placement = Placement(snapshot, self.policy.scheduling, reservations=live, placing=placing)
         return self._placement
-
-
-def importance(pod: Pod | None) -> tuple[int, ...]:
-    """Lower is less important and moves first: priority band, priority, pod-deletion-cost."""
-    if pod is None:
-        return (-1,)
-    try:
-        cost = int(pod.annotations.get(ANNOTATION_DELETION_COST, "0"))
-    except ValueError:
-        cost = 0
-    return (BAND_RANK[priority_band(pod)], pod.priority or 0, cost)
 
 
 class MigrationController:
@@ -445,9 +434,7 @@ class MigrationController:
         ttl = format_time(job.deadline) if job.deadline else ""
         evicted = job.status.has("Evicted")
         could_have = job.status.phase == "Running" and (
-            job.spec.mode == "EvictDirectly"
-            or job.status.has("ReservationCreated")
-            or without_reservation(job.status)
+            job.spec.mode == "EvictDirectly" or job.status.has("ReservationCreated") or without_reservation(job.status)
         )
         if not evicted and could_have:
             # A controller that evicted and then stopped before recording it: the pod says so.
