@@ -101,14 +101,18 @@ class Snapshot:
             pods_per_owner=dict(owners),
         )
 
-    def replicas(self, pod: Pod) -> int | None:
-        """The pod's workload size: the controller's spec.replicas, else pods sharing its owner."""
-        if pod.owner is None:
-            return None
-        workload = self.workloads.get(pod.owner.uid)
+    def replicas_of(self, owner_uid: str) -> int:
+        """A workload's size: its spec.replicas when the snapshot holds the controller, else the
+        pods (not finished) it owns; 0 when the snapshot knows nothing of it. The one place that
+        counts replicas: the evictor's minReplicas, the planner's budget and the arbiter's facts."""
+        workload = self.workloads.get(owner_uid)
         if workload is not None and workload.replicas is not None:
             return workload.replicas
-        return self.pods_per_owner.get(pod.owner.uid, 0)
+        return self.pods_per_owner.get(owner_uid, 0)
+
+    def replicas(self, pod: Pod) -> int | None:
+        """The size of the pod's workload (`replicas_of`); None for a pod without a controller."""
+        return None if pod.owner is None else self.replicas_of(pod.owner.uid)
 
     def pdbs_for(self, pod: Pod) -> list[PodDisruptionBudget]:
         return [pdb for pdb in self.pdbs if pdb.selects(pod)]

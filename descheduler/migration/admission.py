@@ -1,0 +1,110 @@
+"""Admission facts: what arbitration decides on, read from the API's objects. Pure functions.
+
+The arbiter (`descheduler.migration.arbiter`) judges `JobFacts` and `WorkloadFacts` by the limits
+of `descheduler.migration.limits`; this module is where those facts come from, for both callers:
+
+- the migration controller reads its PodMigrationJobs (`job_facts`) and the snapshot's workloads
+  (`workload_facts`) before each admission pass;
+- the planner's budget (`descheduler.budget`) reads the jobs a snapshot holds (`snapshot_job_facts`)
+  and the same `workload_facts`, to look ahead at what the arbiter will admit.
+
+A workload's size is counted in one place, `Snapshot.replicas_of`; its label ("ReplicaSet
+shop/web-7d9f5") is made here and is the subject of every workload limit's refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import cast
+
+from descheduler.migration.arbiter import JobFacts, WorkloadFacts
+from descheduler.migration.objects import (
+    ANNOTATION_CYCLE,
+    ANNOTATION_SOURCE_NODE,
+    ANNOTATION_WORKLOAD_UID,
+    JobPhase,
+    PodMigrationJob,
+)
+from descheduler.migration.records import condition_time
+from descheduler.model import MigrationJob, Pod
+from descheduler.priority import importance
+from descheduler.snapshot import Snapshot
+
+_LONG_AGO = datetime.min.replace(tzinfo=UTC)
+
+
+def job_facts(job: PodMigrationJob, pods: Mapping[str, Pod]) -> JobFacts:
+    """One job as arbitration sees it. `pods` by "namespace/name": the job's pod, when it is still
+    the same pod (same UID), fills in what the job does not record yet (source node, workload)."""
+    ref = job.spec.pod_ref
+    key = f"{ref.namespace}/{ref.name}"
+    pod = pods.get(key)
+    if pod is not None and (job.status.pod_uid or ref.uid) not in ("", pod.uid):
+        pod = None
+    annotations = job.metadata.annotations
+    workload = job.status.workload.uid if job.status.workload else ""
+    workload = workload or annotations.get(ANNOTATION_WORKLOAD_UID, "")
+    if not workload and pod is not None and pod.owner is not None:
+        workload = pod.owner.uid
+    return JobFacts(
+        name=job.name,
+        namespace=ref.namespace,
+        pod=key,
+        phase=job.status.phase,
+        created=job.metadata.creation_timestamp or _LONG_AGO,
+        source_node=job.status.source_node
+        or annotations.get(ANNOTATION_SOURCE_NODE, "")
+        or (pod.node_name if pod else ""),
+        workload=workload,
+        cycle=annotations.get(ANNOTATION_CYCLE, ""),
+        started=job.status.start_time,
+        evicted=condition_time(job, "Evicted"),
+        rank=importance(pod),
+    )
+
+
+def snapshot_job_facts(job: MigrationJob) -> JobFacts:
+    """A job as a snapshot records it (`Snapshot.jobs`), for the planner's look-ahead. The snapshot
+    does not keep the job's cycle: every job it holds was planned by an earlier cycle."""
+    return JobFacts(
+        name=job.name,
+        namespace=job.pod.namespace,
+        pod=f"{job.pod.namespace}/{job.pod.name}",
+        phase=cast(JobPhase, job.phase),
+        created=job.created or _LONG_AGO,
+        source_node=job.source_node,
+        workload=job.workload_uid,
+        started=job.started,
+        evicted=job.evicted,
+    )
+
+
+def workload_facts(snapshot: Snapshot, uids: Iterable[str]) -> dict[str, WorkloadFacts]:
+    """The workloads of these controller UIDs: size (`Snapshot.replicas_of`), label and Ready pods.
+    A UID the snapshot knows nothing of (no controller with spec.replicas, no pod) is left out."""
+    wanted = {uid for uid in uids if uid}
+    if not wanted:
+        return {}
+    ready: dict[str, set[str]] = {uid: set() for uid in wanted}
+    sample: dict[str, Pod] = {}
+    for pod in snapshot.pods:
+        if pod.owner is None or pod.owner.uid not in wanted:
+            continue
+        sample.setdefault(pod.owner.uid, pod)
+        if pod.ready and not pod.deleting and not pod.terminal:
+            ready[pod.owner.uid].add(pod.key)
+    out = {}
+    for uid in sorted(wanted):
+        example = sample.get(uid)
+        workload = snapshot.workloads.get(uid)
+        if example is None and (workload is None or workload.replicas is None):
+            continue  # nothing left of it to count: the job's own checks will fail it
+        if workload is not None:
+            label = f"{workload.kind} {workload.namespace}/{workload.name}"
+        elif example is not None and example.owner is not None:
+            label = f"{example.owner.kind} {example.namespace}/{example.owner.name}"
+        else:
+            label = uid
+        out[uid] = WorkloadFacts(uid, label, snapshot.replicas_of(uid), frozenset(ready[uid]))
+    return out
