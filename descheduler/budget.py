@@ -1,23 +1,72 @@
-"""Per-cycle move limits and PDB budgets, shared by all strategies of one cycle."""
+"""Per-cycle move limits, PDB budgets and the migration limits ahead, shared by all strategies of
+one cycle.
+
+`EvictionBudget` counts the moves a cycle plans against the policy's `limits` (maxEvictionsPer…)
+and each PDB's disruptionsAllowed. Given the policy's `migration` args, it also looks ahead at the
+limits the migration controller's arbiter applies to a workload's jobs (the cooldown, the workload
+token bucket, maxMigratingPerWorkload, maxUnavailablePerWorkload): it reads the snapshot's jobs as
+the arbiter will (`descheduler.migration.admission`), counts each planned move as a job admitted
+now, and asks the same rules (`descheduler.migration.limits`) whether one more would be admitted.
+So a plan holds no move that would only wait for a limit until its TTL runs out, and the skip
+reads as the job's status would.
+
+Every refusal is a `Refusal`; a strategy tries moves on a `fork()` without touching the budget.
+"""
 
 from __future__ import annotations
 
-import math
+import copy
 from collections import Counter
+from dataclasses import replace
 
-from descheduler.model import MigrationJob, Pod
+from descheduler.migration import limits as migration_limits
+from descheduler.migration.admission import snapshot_job_facts, workload_facts
+from descheduler.migration.limits import JobFacts, WorkloadFacts, cooling_sources
+from descheduler.model import Pod
 from descheduler.policy import Limits, MigrationArgs
+from descheduler.refusal import Refusal, define
 from descheduler.snapshot import Snapshot
-from descheduler.tokenbucket import replay_tokens
+
+MAX_EVICTIONS_PER_CYCLE = define("MaxEvictionsPerCycle", "limit maxEvictionsPerCycle {limit} reached")
+MAX_EVICTIONS_PER_NODE = define(
+    "MaxEvictionsPerNode",
+    "limit maxEvictionsPerNode {limit} reached on {subject}",
+    brief="limit maxEvictionsPerNode reached",
+)
+MAX_EVICTIONS_PER_NAMESPACE = define(
+    "MaxEvictionsPerNamespace",
+    "limit maxEvictionsPerNamespace {limit} reached in {subject}",
+    brief="limit maxEvictionsPerNamespace reached",
+)
+MULTIPLE_PDBS = define(
+    "MultiplePodDisruptionBudgets",
+    "more than one PodDisruptionBudget selects the pod ({names}); eviction would be refused",
+    brief="more than one PodDisruptionBudget selects the pod",
+)
+PDB_NOT_OBSERVED = define(
+    "PodDisruptionBudgetNotObserved",
+    "PodDisruptionBudget {subject} status is not yet observed by its controller",
+    brief="PodDisruptionBudget status is not yet observed",
+)
+PDB_EXHAUSTED = define(
+    "PodDisruptionBudget",
+    "PodDisruptionBudget {subject} allows no more disruptions ({allowed} allowed)",
+    brief="PodDisruptionBudget allows no more disruptions",
+)
+
+# The cycle of the moves this budget plans: every job the snapshot holds is of an earlier one.
+_THIS_CYCLE = "(planned)"
 
 
 class EvictionBudget:
-    """Counts planned moves against `limits` and each PDB's disruptionsAllowed."""
+    """Counts planned moves against `limits`, each PDB's disruptionsAllowed and, with `migration`,
+    a workload's migration limits."""
 
     def __init__(self, limits: Limits, snapshot: Snapshot, migration: MigrationArgs | None = None) -> None:
         """With `migration`, a workload's moves also count against the arbitration limits the
-        migration controller will apply (in-flight jobs, the workload token bucket, the cooldown),
-        so the plan holds no move that would only wait for a limit until its TTL runs out."""
+        migration controller will apply (in-flight jobs, unavailable pods, the workload token
+        bucket, the cooldown), so the plan holds no move that would only wait for a limit until
+        its TTL runs out."""
         self.limits = limits
         self.snapshot = snapshot
         self.migration = migration
@@ -25,107 +74,101 @@ class EvictionBudget:
         self.per_node: Counter[str] = Counter()
         self.per_namespace: Counter[str] = Counter()
         self.per_pdb: Counter[str] = Counter()
-        self.per_workload: Counter[str] = Counter()
-        self._workload_room: dict[str, tuple[int, str]] = {}
-        self._jobs: dict[str, list[MigrationJob]] = {}
-        for job in snapshot.jobs:
-            if job.workload_uid:
-                self._jobs.setdefault(job.workload_uid, []).append(job)
-        self.cooling_nodes = frozenset(self._cooling_nodes())
+        facts = [snapshot_job_facts(job) for job in snapshot.jobs]
+        # Each workload's jobs as the arbiter will count them when this plan's moves come up: the
+        # jobs waiting now are admitted first (started now, if they have not started).
+        self._jobs: dict[str, list[JobFacts]] = {}
+        for job in facts:
+            if job.workload:
+                if job.phase in ("Pending", "Running"):
+                    job = replace(job, phase="Running", started=job.started or snapshot.now)
+                self._jobs.setdefault(job.workload, []).append(job)
+        self._planned: dict[str, list[JobFacts]] = {}  # by workload: moves planned, as admitted jobs
+        self._workloads: dict[str, WorkloadFacts] = {}
+        if migration is not None:
+            self._workloads = workload_facts(snapshot, {p.owner.uid for p in snapshot.pods if p.owner is not None})
+        self.cooling_nodes = frozenset(
+            cooling_sources(facts, migration.cooldown, snapshot.now) if migration is not None else ()
+        )
 
-    def _cooling_nodes(self) -> set[str]:
-        """Nodes a pod was evicted from within the cooldown: not targets for now (migration.md §5)."""
-        if self.migration is None or self.migration.cooldown.total_seconds() <= 0:
-            return set()
-        now, cooldown = self.snapshot.now, self.migration.cooldown
-        return {j.source_node for j in self.snapshot.jobs if j.source_node and j.evicted and now - j.evicted < cooldown}
+    def fork(self) -> EvictionBudget:
+        """A copy to try moves on without touching this budget: every count (moves planned per
+        node, namespace, PDB and workload), the same limits, migration args and jobs."""
+        forked = copy.copy(self)
+        forked.per_node = Counter(self.per_node)
+        forked.per_namespace = Counter(self.per_namespace)
+        forked.per_pdb = Counter(self.per_pdb)
+        forked._planned = {uid: list(moves) for uid, moves in self._planned.items()}
+        return forked
 
     @property
     def cycle_exhausted(self) -> bool:
         cap = self.limits.max_evictions_per_cycle
         return cap is not None and self.total >= cap
 
-    def node_refusal(self, node: str) -> str | None:
+    def node_refusal(self, node: str) -> Refusal | None:
         """Why no pod at all may leave this node any more this cycle, or None."""
         limits = self.limits
-        if self.cycle_exhausted:
-            return f"limit maxEvictionsPerCycle {limits.max_evictions_per_cycle} reached"
+        if limits.max_evictions_per_cycle is not None and self.total >= limits.max_evictions_per_cycle:
+            return Refusal(code=MAX_EVICTIONS_PER_CYCLE, facts={"limit": limits.max_evictions_per_cycle})
         if limits.max_evictions_per_node is not None and self.per_node[node] >= limits.max_evictions_per_node:
-            return f"limit maxEvictionsPerNode {limits.max_evictions_per_node} reached on {node}"
+            return Refusal(code=MAX_EVICTIONS_PER_NODE, subject=node, facts={"limit": limits.max_evictions_per_node})
         return None
 
-    def refusal(self, pod: Pod, node: str) -> str | None:
+    def refusal(self, pod: Pod, node: str) -> Refusal | None:
         """Why one more move of this pod would break a limit or a PDB, or None."""
-        limits = self.limits
         node_refusal = self.node_refusal(node)
         if node_refusal is not None:
             return node_refusal
-        per_ns = limits.max_evictions_per_namespace
+        per_ns = self.limits.max_evictions_per_namespace
         if per_ns is not None and self.per_namespace[pod.namespace] >= per_ns:
-            return f"limit maxEvictionsPerNamespace {per_ns} reached in {pod.namespace}"
+            return Refusal(code=MAX_EVICTIONS_PER_NAMESPACE, subject=pod.namespace, facts={"limit": per_ns})
         return self.workload_refusal(pod) or self.pdb_refusal(pod)
 
-    def workload_refusal(self, pod: Pod) -> str | None:
-        """Why the migration controller would hold a move of this pod's workload back now, or None."""
+    def workload_refusal(self, pod: Pod) -> Refusal | None:
+        """Why the migration controller would hold one more move of this pod's workload back now
+        (after the moves already planned), or None."""
         owner = pod.owner
         if self.migration is None or owner is None or not owner.uid:
             return None
-        if owner.uid not in self._workload_room:
-            self._workload_room[owner.uid] = self._room(owner.uid, f"{owner.kind} {pod.namespace}/{owner.name}")
-        room, why = self._workload_room[owner.uid]
-        return why if self.per_workload[owner.uid] >= room else None
-
-    def _room(self, uid: str, label: str) -> tuple[int, str]:
-        """Moves of this workload the arbiter would admit now, and the reason when that is used up."""
-        assert self.migration is not None
-        args, now = self.migration, self.snapshot.now
-        jobs = self._jobs.get(uid, [])
-        active = [j for j in jobs if j.active]
-        cooldown = args.cooldown
-        evicted = [j.evicted for j in jobs if j.evicted is not None and now - j.evicted < cooldown]
-        if evicted:
-            ago = (now - max(evicted)).total_seconds()
-            return 0, f"{label} had a pod moved {ago:.0f}s ago (migration cooldown {cooldown.total_seconds():.0f}s)"
-        workload = self.snapshot.workloads.get(uid)
-        replicas = workload.replicas if workload is not None and workload.replicas is not None else None
-        if replicas is None:
-            replicas = self.snapshot.pods_per_owner.get(uid, 0)
-        limit = args.max_migrating_for(replicas)
-        in_flight = limit - len(active)
-        bucket = args.object_limiters.workload
-        rate = bucket.max_migrating / bucket.duration.total_seconds()
-        starts = [j.started for j in jobs if j.started is not None]
-        tokens = math.floor(replay_tokens(starts, now, rate, bucket.max_migrating) + 1e-9) - sum(
-            1 for j in active if j.started is None
-        )
-        if tokens <= in_flight:
-            return max(0, tokens), (
-                f"{label} may start {bucket.max_migrating} move(s) per {bucket.duration.total_seconds():.0f}s "
-                "(migration objectLimiters.workload)"
-            )
-        return max(0, in_flight), (
-            f"{label} allows {limit} pod(s) migrating at once ({len(active)} in flight before this cycle)"
+        workload = self._workloads.get(owner.uid)
+        if workload is None:
+            return None
+        jobs = [*self._jobs.get(owner.uid, ()), *self._planned.get(owner.uid, ())]
+        moves = migration_limits.moves_of(owner.uid, jobs, _THIS_CYCLE)
+        return migration_limits.workload_never(workload, self.migration) or migration_limits.workload_limits(
+            workload, pod.key, moves, self.migration, self.snapshot.now
         )
 
-    def pdb_refusal(self, pod: Pod) -> str | None:
+    def pdb_refusal(self, pod: Pod) -> Refusal | None:
         pdbs = self.snapshot.pdbs_for(pod)
         if len(pdbs) > 1:
-            names = ", ".join(sorted(p.name for p in pdbs))
-            return f"more than one PodDisruptionBudget selects the pod ({names}); eviction would be refused"
+            return Refusal(code=MULTIPLE_PDBS, facts={"names": ", ".join(sorted(p.name for p in pdbs))})
         if not pdbs:
             return None
         pdb = pdbs[0]
         if pdb.observed_generation < pdb.generation:
-            return f"PodDisruptionBudget {pdb.name} status is not yet observed by its controller"
+            return Refusal(code=PDB_NOT_OBSERVED, subject=pdb.name)
         left = pdb.disruptions_allowed - self.per_pdb[f"{pdb.namespace}/{pdb.name}"]
         if left <= 0:
-            return f"PodDisruptionBudget {pdb.name} allows no more disruptions ({pdb.disruptions_allowed} allowed)"
+            return Refusal(code=PDB_EXHAUSTED, subject=pdb.name, facts={"allowed": pdb.disruptions_allowed})
         return None
 
     def take(self, pod: Pod, node: str) -> None:
         self.total += 1
         if pod.owner is not None and pod.owner.uid:
-            self.per_workload[pod.owner.uid] += 1
+            move = JobFacts(
+                name="",
+                namespace=pod.namespace,
+                pod=pod.key,
+                phase="Running",
+                created=self.snapshot.now,
+                source_node=node,
+                workload=pod.owner.uid,
+                cycle=_THIS_CYCLE,
+                started=self.snapshot.now,
+            )
+            self._planned.setdefault(pod.owner.uid, []).append(move)
         self.per_node[node] += 1
         self.per_namespace[pod.namespace] += 1
         for pdb in self.snapshot.pdbs_for(pod):

@@ -1,7 +1,10 @@
 """Arbitration: which waiting jobs may start now (migration.md §5). Pure: facts in, verdicts out.
 
 Every count comes from the jobs the caller listed from the API (plus the ones admitted earlier in
-the same pass), never from memory, so a restarted controller reaches the same verdicts.
+the same pass), never from memory, so a restarted controller reaches the same verdicts. The rules
+themselves are `descheduler.migration.limits` (the planner's budget applies the same ones); this
+module only orders the waiting jobs, counts, and turns each job's first refusal into a `Verdict`.
+The facts come from `descheduler.migration.admission`.
 """
 
 from __future__ import annotations
@@ -9,45 +12,28 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from descheduler.migration.objects import JobPhase
+from descheduler.migration import limits
+from descheduler.migration.limits import JobFacts, WorkloadFacts, cooling_sources
 from descheduler.policy import MigrationArgs
-from descheduler.tokenbucket import replay_wait
+from descheduler.refusal import Refusal
 
-
-@dataclass(frozen=True, slots=True)
-class JobFacts:
-    """What arbitration needs to know about one job."""
-
-    name: str
-    namespace: str
-    pod: str  # namespace/name
-    phase: JobPhase
-    created: datetime
-    source_node: str = ""
-    workload: str = ""  # the controller's UID; "" for a pod without one
-    cycle: str = ""
-    started: datetime | None = None
-    evicted: datetime | None = None
-    rank: tuple[int, ...] = ()  # importance of the pod: lower moves first
-
-    @property
-    def in_flight(self) -> bool:
-        return self.phase == "Running"
-
-
-@dataclass(frozen=True, slots=True)
-class WorkloadFacts:
-    uid: str
-    label: str  # "ReplicaSet shop/web-7d9f5", for messages
-    replicas: int
-    ready: frozenset[str] = frozenset()  # keys of its pods that are Ready and not being deleted
+__all__ = [
+    "ADMITTED",
+    "JobFacts",
+    "Verdict",
+    "WorkloadFacts",
+    "admission_order",
+    "arbitrate",
+    "cooling_sources",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Admit, wait (temporary: `retry_after` seconds when known) or never (`permanent`)."""
+    """Admit, wait (temporary: `retry_after` seconds when known) or never (`permanent`). A refused
+    job carries its `refusal`; `reason` is its code and `message` its words."""
 
     job: str
     admit: bool
@@ -55,6 +41,19 @@ class Verdict:
     message: str = ""
     permanent: bool = False
     retry_after: float | None = None
+    refusal: Refusal | None = None
+
+    @classmethod
+    def refused(cls, job: JobFacts, refusal: Refusal, *, permanent: bool) -> Verdict:
+        return cls(
+            job.name,
+            False,
+            refusal.code,
+            str(refusal),
+            permanent=permanent,
+            retry_after=None if permanent else limits.retry_after(refusal),
+            refusal=refusal,
+        )
 
 
 ADMITTED = "Admitted"
@@ -66,7 +65,6 @@ class _Counts:
     total: int = 0
     by_node: Counter[str] = field(default_factory=Counter)
     by_namespace: Counter[str] = field(default_factory=Counter)
-    by_workload: Counter[str] = field(default_factory=Counter)
     migrating: set[str] = field(default_factory=set)
 
     @classmethod
@@ -81,8 +79,6 @@ class _Counts:
         self.total += 1
         self.by_node[job.source_node] += 1
         self.by_namespace[job.namespace] += 1
-        if job.workload:
-            self.by_workload[job.workload] += 1
         self.migrating.add(job.pod)
 
     def admit(self, job: JobFacts) -> None:
@@ -108,149 +104,39 @@ def arbitrate(
     counts = _Counts.of(j for j in live if j.name not in {p.name for p in pending})
     verdicts = []
     for job in admission_order(pending):
-        verdict = _permanent(job, workloads.get(job.workload), args, min_replicas) or _temporary(
-            job, workloads.get(job.workload), counts, args, now
-        )
-        if verdict is None:
+        workload = workloads.get(job.workload)
+        never = _permanent(job, workload, args, min_replicas)
+        wait = None if never is not None else _temporary(job, workload, counts, args, now)
+        if never is not None:
+            verdict = Verdict.refused(job, never, permanent=True)
+        elif wait is not None:
+            verdict = Verdict.refused(job, wait, permanent=False)
+        else:
             counts.admit(replace(job, phase="Running", started=now))
             verdict = Verdict(job.name, True, ADMITTED)
         verdicts.append(verdict)
     return verdicts
 
 
-def _never(job: JobFacts, reason: str, message: str) -> Verdict:
-    return Verdict(job.name, False, reason, message, permanent=True)
-
-
-def _permanent(job: JobFacts, workload: WorkloadFacts | None, args: MigrationArgs, min_replicas: int) -> Verdict | None:
+def _permanent(job: JobFacts, workload: WorkloadFacts | None, args: MigrationArgs, min_replicas: int) -> Refusal | None:
     """A limit no amount of waiting can satisfy."""
-    for reason, value in (
-        ("MaxMigratingGlobally", args.max_migrating_globally),
-        ("MaxMigratingPerNode", args.max_migrating_per_node),
-        ("MaxMigratingPerNamespace", args.max_migrating_per_namespace),
-    ):
-        if value == 0:
-            return _never(job, reason, f"{reason[0].lower()}{reason[1:]} is 0: no pod may ever move")
-    if workload is not None:
-        if workload.replicas < min_replicas:
-            return _never(
-                job,
-                "MinReplicas",
-                f"{workload.label} has {workload.replicas} replica(s) < minReplicas {min_replicas}",
-            )
-        for reason, limit, what in (
-            ("MaxMigratingPerWorkload", args.max_migrating_for(workload.replicas), "pods migrating at once"),
-            ("MaxUnavailablePerWorkload", args.max_unavailable_for(workload.replicas), "unavailable pods"),
-        ):
-            if limit <= 0:
-                return _never(job, reason, f"{workload.label} with {workload.replicas} replicas allows {limit} {what}")
-    return None
-
-
-def _wait(job: JobFacts, reason: str, message: str, retry_after: float | None = None) -> Verdict:
-    return Verdict(job.name, False, reason, message, retry_after=retry_after)
+    if never := limits.never_moves(args):
+        return never
+    if workload is None:
+        return None
+    return limits.min_replicas(workload, min_replicas) or limits.workload_never(workload, args)
 
 
 def _temporary(
-    job: JobFacts,
-    workload: WorkloadFacts | None,
-    counts: _Counts,
-    args: MigrationArgs,
-    now: datetime,
-) -> Verdict | None:
+    job: JobFacts, workload: WorkloadFacts | None, counts: _Counts, args: MigrationArgs, now: datetime
+) -> Refusal | None:
     """A limit that is in the way now but may not be later."""
-    if job.pod in counts.migrating:
-        return _wait(job, "PodAlreadyMoving", f"another job is moving pod {job.pod}")
-    if args.max_migrating_globally is not None and counts.total >= args.max_migrating_globally:
-        return _wait(
-            job,
-            "MaxMigratingGlobally",
-            f"{counts.total} jobs in flight (maxMigratingGlobally {args.max_migrating_globally})",
-        )
-    if args.max_migrating_per_node is not None and counts.by_node[job.source_node] >= args.max_migrating_per_node:
-        return _wait(
-            job,
-            "MaxMigratingPerNode",
-            f"{counts.by_node[job.source_node]} jobs in flight from node {job.source_node} "
-            f"(maxMigratingPerNode {args.max_migrating_per_node})",
-        )
-    in_namespace = counts.by_namespace[job.namespace]
-    if args.max_migrating_per_namespace is not None and in_namespace >= args.max_migrating_per_namespace:
-        return _wait(
-            job,
-            "MaxMigratingPerNamespace",
-            f"{in_namespace} jobs in flight in namespace {job.namespace} "
-            f"(maxMigratingPerNamespace {args.max_migrating_per_namespace})",
-        )
-    if workload is None:
-        return None
-    limit = args.max_migrating_for(workload.replicas)
-    if counts.by_workload[workload.uid] >= limit:
-        return _wait(
-            job,
-            "MaxMigratingPerWorkload",
-            f"{counts.by_workload[workload.uid]} pods of {workload.label} migrating (limit {limit} "
-            f"for {workload.replicas} replicas)",
-        )
-    available = len(workload.ready - counts.migrating)
-    unavailable = max(0, workload.replicas - available)
-    after = unavailable + (1 if job.pod in workload.ready else 0)
-    allowed = args.max_unavailable_for(workload.replicas)
-    if after > allowed:
-        return _wait(
-            job,
-            "MaxUnavailablePerWorkload",
-            f"{unavailable} of {workload.replicas} pods of {workload.label} unavailable or migrating "
-            f"(limit {allowed}); moving this one would make {after}",
-        )
-    bucket = args.object_limiters.workload
-    starts = [j.started for j in counts.jobs if j.workload == workload.uid and j.started is not None]
-    rate = bucket.max_migrating / bucket.duration.total_seconds()
-    wait = replay_wait(starts, now, rate, bucket.max_migrating)
-    if wait > 0:
-        return _wait(
-            job,
-            "WorkloadRateLimited",
-            f"{workload.label} may start {bucket.max_migrating} move(s) per {_seconds(bucket.duration)}; "
-            f"next in {wait:.0f}s",
-            wait,
-        )
-    cooldown = _workload_cooldown(job, workload, counts.jobs, args.cooldown, now)
-    if cooldown is not None:
-        return cooldown
-    return None
-
-
-def _workload_cooldown(
-    job: JobFacts, workload: WorkloadFacts, jobs: Iterable[JobFacts], cooldown: timedelta, now: datetime
-) -> Verdict | None:
-    """A workload moved by an earlier cycle is not moved again within the cooldown (moves the same
-    cycle planned together were weighed together, so they do not hold each other back)."""
-    if cooldown <= timedelta(0):
-        return None
-    recent = [
-        j.evicted
-        for j in jobs
-        if j.workload == workload.uid and j.evicted is not None and j.cycle != job.cycle and now - j.evicted < cooldown
-    ]
-    if not recent:
-        return None
-    until = max(recent) + cooldown
-    wait = (until - now).total_seconds()
-    return _wait(
-        job,
-        "WorkloadCooldown",
-        f"{workload.label} had a pod moved {_seconds(now - max(recent))} ago (cooldown {_seconds(cooldown)})",
-        wait,
+    refusal = (
+        limits.pod_already_moving(job.pod, counts.migrating)
+        or limits.max_migrating_globally(counts.total, args)
+        or limits.max_migrating_per_node(job.source_node, counts.by_node[job.source_node], args)
+        or limits.max_migrating_per_namespace(job.namespace, counts.by_namespace[job.namespace], args)
     )
-
-
-def _seconds(value: timedelta) -> str:
-    return f"{value.total_seconds():.0f}s"
-
-
-def cooling_sources(jobs: Iterable[JobFacts], cooldown: timedelta, now: datetime) -> set[str]:
-    """Nodes a pod was evicted from within the cooldown: they are not targets for now."""
-    if cooldown <= timedelta(0):
-        return set()
-    return {j.source_node for j in jobs if j.evicted is not None and j.source_node and now - j.evicted < cooldown}
+    if refusal is not None or workload is None:
+        return refusal
+    return limits.workload_limits(workload, job.pod, limits.moves_of(workload.uid, counts.jobs, job.cycle), args, now)

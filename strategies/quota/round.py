@@ -21,13 +21,9 @@ STRATEGY = "QuotaReclaim"
 
 
 def fork_budget(budget: EvictionBudget) -> EvictionBudget:
-    """A copy to try victims on without touching the original."""
-    copy = EvictionBudget(budget.limits, budget.snapshot)
-    copy.total = budget.total
-    copy.per_node = Counter(budget.per_node)
-    copy.per_namespace = Counter(budget.per_namespace)
-    copy.per_pdb = Counter(budget.per_pdb)
-    return copy
+    """A copy to try victims on without touching the original: all of its counts and limits,
+    the migration limits ahead included (`EvictionBudget.fork`)."""
+    return budget.fork()
 
 
 def budget_refusal(budget: EvictionBudget, unit: Unit) -> str | None:

@@ -33,24 +33,24 @@ def test_unset_limits_never_refuse() -> None:
 
 def test_zero_limit_refuses_the_first_move() -> None:
     b, snap = budget([pod("p", "n1")], maxEvictionsPerCycle=0)
-    assert b.refusal(by_name(snap, "p"), "n1") == "limit maxEvictionsPerCycle 0 reached"
+    assert str(b.refusal(by_name(snap, "p"), "n1")) == "limit maxEvictionsPerCycle 0 reached"
 
 
 def test_per_cycle_per_node_and_per_namespace_limits() -> None:
     objs = [pod("a", "n1"), pod("b", "n1"), pod("c", "n2"), pod("d", "n2", namespace="other")]
     b, snap = budget(objs, maxEvictionsPerCycle=3, maxEvictionsPerNode=1, maxEvictionsPerNamespace=2)
     b.take(by_name(snap, "a"), "n1")
-    assert b.refusal(by_name(snap, "b"), "n1") == "limit maxEvictionsPerNode 1 reached on n1"
+    assert str(b.refusal(by_name(snap, "b"), "n1")) == "limit maxEvictionsPerNode 1 reached on n1"
     assert b.refusal(by_name(snap, "c"), "n2") is None
     b.take(by_name(snap, "c"), "n2")
-    assert b.refusal(by_name(snap, "b"), "n2") == "limit maxEvictionsPerNode 1 reached on n2"
+    assert str(b.refusal(by_name(snap, "b"), "n2")) == "limit maxEvictionsPerNode 1 reached on n2"
     b2, snap2 = budget(objs, maxEvictionsPerNamespace=2)
     b2.take(by_name(snap2, "a"), "n1")
     b2.take(by_name(snap2, "c"), "n2")
-    assert b2.refusal(by_name(snap2, "b"), "n1") == "limit maxEvictionsPerNamespace 2 reached in default"
+    assert str(b2.refusal(by_name(snap2, "b"), "n1")) == "limit maxEvictionsPerNamespace 2 reached in default"
     assert b2.refusal(by_name(snap2, "d"), "n2") is None
     b.take(by_name(snap, "d"), "n2")
-    assert b.refusal(by_name(snap, "b"), "n1") == "limit maxEvictionsPerCycle 3 reached"
+    assert str(b.refusal(by_name(snap, "b"), "n1")) == "limit maxEvictionsPerCycle 3 reached"
 
 
 def test_pdb_disruptions_allowed_are_counted_down() -> None:
@@ -58,12 +58,12 @@ def test_pdb_disruptions_allowed_are_counted_down() -> None:
     b.take(by_name(snap, "a"), "n1")
     assert b.refusal(by_name(snap, "b"), "n1") is None
     b.take(by_name(snap, "b"), "n1")
-    assert b.refusal(by_name(snap, "c"), "n1") == "PodDisruptionBudget web allows no more disruptions (2 allowed)"
+    assert str(b.refusal(by_name(snap, "c"), "n1")) == "PodDisruptionBudget web allows no more disruptions (2 allowed)"
 
 
 def test_pdb_with_zero_disruptions_allowed_refuses() -> None:
     b, snap = budget([pod("a", "n1"), pdb("web", {"app": "web"}, allowed=0)])
-    assert b.refusal(by_name(snap, "a"), "n1") == "PodDisruptionBudget web allows no more disruptions (0 allowed)"
+    assert str(b.refusal(by_name(snap, "a"), "n1")) == "PodDisruptionBudget web allows no more disruptions (0 allowed)"
 
 
 def test_pdb_in_another_namespace_does_not_apply() -> None:
@@ -74,14 +74,14 @@ def test_pdb_in_another_namespace_does_not_apply() -> None:
 def test_two_pdbs_selecting_a_pod_refuse_it() -> None:
     b, snap = budget([pod("a", "n1"), pdb("x", {"app": "web"}, allowed=3), pdb("w", {"app": "web"}, allowed=3)])
     expected = "more than one PodDisruptionBudget selects the pod (w, x); eviction would be refused"
-    assert b.refusal(by_name(snap, "a"), "n1") == expected
+    assert str(b.refusal(by_name(snap, "a"), "n1")) == expected
 
 
 def test_pdb_not_yet_observed_refuses() -> None:
     stale = pdb("web", {"app": "web"}, allowed=3)
     stale["metadata"]["generation"] = 2
     b, snap = budget([pod("a", "n1"), stale])
-    assert b.refusal(by_name(snap, "a"), "n1") == "PodDisruptionBudget web status is not yet observed by its controller"
+    assert str(b.refusal(by_name(snap, "a"), "n1")) == "PodDisruptionBudget web status is not yet observed by its controller"
 
 
 # ------------------------------------------------------------------ the migration controller's limits
@@ -126,7 +126,7 @@ def test_the_plan_respects_the_workload_token_bucket_cooldown_and_cooling_source
     assert budget.workload_refusal(web) is None
     budget.take(web, "a")
     assert (
-        budget.workload_refusal(web)
+        str(budget.workload_refusal(web))
         == "ReplicaSet shop/web may start 2 move(s) per 600s (migration objectLimiters.workload)"
     )
     # One job started 1 minute ago, not yet evicted: one token left.
@@ -142,7 +142,7 @@ def test_the_plan_respects_the_workload_token_bucket_cooldown_and_cooling_source
         snap, jobs=(_job("j1", "web-9", "Succeeded", workload=uid, source="b", started=130, evicted=120),)
     )
     budget = EvictionBudget(policy.limits, evicted, policy.migration)
-    assert budget.workload_refusal(web) == "ReplicaSet shop/web had a pod moved 120s ago (migration cooldown 300s)"
+    assert str(budget.workload_refusal(web)) == "ReplicaSet shop/web had a pod moved 120s ago (migration cooldown 300s)"
     assert budget.cooling_nodes == frozenset({"b"})
     # Without migration args (a caller that only wants the cycle limits) nothing changes.
     assert EvictionBudget(policy.limits, evicted).workload_refusal(web) is None
