@@ -6,6 +6,15 @@ Public surface:
   every job one pass further (plus the orphan sweeper and job retention); `run(stop, period)` loops.
 - The API models `PodMigrationJob` and `Reservation`, and `crds` (CRD manifests generated from them:
   `python -m descheduler.migration.crds [DIR]`).
+
+Inside, by responsibility (pure modules decide, the controller and cleanup do the I/O):
+- `controller`: the loop — list, decide, apply (API writes, evictions, Events, logs, metrics);
+- `steps`: a running job's next step and what each step's reads mean (pure);
+- `admission` (facts) and `arbiter` with `limits` (verdicts): which Pending jobs may start (pure);
+- `pass_reads`: what one reconcile pass reads (jobs, Reservations, snapshot, placement);
+- `cleanup`: Reservations released, swept and expired; finished jobs retired; invalid jobs failed;
+- `targets` (where to reserve), `presence` (is a reservation-aware scheduler there), `records`
+  (status conditions, Reservation bodies), `api` (the calls), `objects` (the models), `executor`.
 """
 
 from descheduler.migration.api import ApiFailure

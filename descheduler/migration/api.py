@@ -82,6 +82,14 @@ class ApiFailure(Exception):
         return self.status == 0 or self.status == 429 or self.status >= 500 or self.status == 409
 
 
+@dataclass(frozen=True, slots=True)
+class FetchedPod:
+    """A pod as read: raw JSON (for the fields the record does not keep) and the planner's record."""
+
+    raw: dict[str, Any]
+    pod: Pod
+
+
 def _failure(err: Exception, verb: str, target: str) -> ApiFailure:
     if not isinstance(err, client.ApiException):
         return ApiFailure(0, "", f"{type(err).__name__}: {err}", verb=verb, target=target)
@@ -222,7 +230,7 @@ class MigrationApi:
                 return None
             raise
 
-    def get_pod(self, namespace: str, name: str) -> tuple[dict[str, Any], Pod] | None:
+    def get_pod(self, namespace: str, name: str) -> FetchedPod | None:
         """The pod as raw JSON and as the planner's record; None when it does not exist."""
         try:
             response = self._call(
@@ -238,7 +246,7 @@ class MigrationApi:
                 return None
             raise
         raw: dict[str, Any] = json.loads(response.data)
-        return raw, decode.pod_from_raw(decode.convert(raw, decode.RawPod))
+        return FetchedPod(raw, decode.pod_from_raw(decode.convert(raw, decode.RawPod)))
 
     def evict_pod(self, namespace: str, name: str, uid: str) -> None:
         """policy/v1 Eviction of exactly this pod (UID precondition): respects PodDisruptionBudgets."""
