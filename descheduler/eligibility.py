@@ -1,4 +1,9 @@
-"""Which pods may ever be moved (lownodeload.md §2), shared by every strategy."""
+"""Which pods may ever be moved (lownodeload.md §2), shared by every strategy.
+
+Each rule is a refusal code defined here with its words: `hard_refusal` holds the rules no switch
+or annotation overrides, `eviction_refusal` adds the ones the evictor's switches and the evict
+annotation control. Both return a `Refusal` (or None), never text.
+"""
 
 from __future__ import annotations
 
@@ -12,29 +17,61 @@ from descheduler.model import (
     Pod,
 )
 from descheduler.policy import EvictorArgs
+from descheduler.refusal import Refusal, define
 from descheduler.snapshot import Snapshot
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 
+# Rules no switch or annotation overrides.
+DAEMONSET_POD = define("DaemonSetPod", "daemonset pod")
+MIRROR_POD = define("MirrorPod", "mirror pod")
+STATIC_POD = define("StaticPod", "static pod")
+POD_DELETING = define("PodDeleting", "pod is being deleted")
+POD_FINISHED = define("PodFinished", "pod has finished ({phase})", brief="pod has finished")
+NEVER_EVICT = define("NeverEvict", "eviction cost is {cost} (never evict)")
 
-def hard_refusal(pod: Pod) -> str | None:
+# Rules of the evictor's switches (the evict annotation overrides them).
+NAMESPACE_EXCLUDED = define(
+    "EvictorNamespaces", "namespace {subject} is excluded by the evictor", brief="namespace excluded by the evictor"
+)
+LABELS_NOT_SELECTED = define(
+    "EvictorLabelSelector",
+    "labels do not match evictor labelSelector {selector}",
+    brief="labels do not match evictor labelSelector",
+)
+BARE_POD = define("BarePod", "bare pod: no controller would recreate it (evictBarePods is off)")
+SYSTEM_CRITICAL = define("SystemCritical", "system-critical pod (evictSystemCriticalPods is off)")
+PRIORITY_THRESHOLD = define(
+    "PriorityThreshold", "priority {priority} ≥ priorityThreshold {threshold}", brief="priority ≥ priorityThreshold"
+)
+LOCAL_STORAGE = define("LocalStorage", "uses local storage (emptyDir/hostPath; evictLocalStoragePods is off)")
+PVC_POD = define("PersistentVolumeClaim", "uses a PersistentVolumeClaim (ignorePvcPods is on)")
+MIN_POD_AGE = define("MinPodAge", "younger than minPodAge ({age}s < {min_age}s)", brief="younger than minPodAge")
+MIN_REPLICAS = define(
+    "MinReplicas",
+    "workload has {replicas} replica(s) < minReplicas {min_replicas}",
+    brief="fewer replicas than minReplicas",
+)
+
+
+def hard_refusal(pod: Pod) -> Refusal | None:
     """Rules no switch or annotation overrides."""
     if pod.is_daemonset:
-        return "daemonset pod"
+        return Refusal(code=DAEMONSET_POD)
     if pod.is_mirror:
-        return "mirror pod"
+        return Refusal(code=MIRROR_POD)
     if pod.is_static:
-        return "static pod"
+        return Refusal(code=STATIC_POD)
     if pod.deleting:
-        return "pod is being deleted"
+        return Refusal(code=POD_DELETING)
     if pod.terminal:
-        return f"pod has finished ({pod.phase})"
+        return Refusal(code=POD_FINISHED, facts={"phase": pod.phase})
     if pod.annotations.get(ANNOTATION_EVICTION_COST, "").strip() == str(MAX_EVICTION_COST):
-        return f"eviction cost is {MAX_EVICTION_COST} (never evict)"
+        return Refusal(code=NEVER_EVICT, facts={"cost": MAX_EVICTION_COST})
     return None
 
 
-def eviction_refusal(pod: Pod, snapshot: Snapshot, args: EvictorArgs, now: datetime | None = None) -> str | None:
+def eviction_refusal(pod: Pod, snapshot: Snapshot, args: EvictorArgs, now: datetime | None = None) -> Refusal | None:
     """Why this pod may never be moved, or None. The evict annotation overrides the switchable checks."""
     hard = hard_refusal(pod)
     if hard is not None:
@@ -42,25 +79,27 @@ def eviction_refusal(pod: Pod, snapshot: Snapshot, args: EvictorArgs, now: datet
     if ANNOTATION_EVICT in pod.annotations:
         return None
     if args.namespaces is not None and not args.namespaces.allows(pod.namespace):
-        return f"namespace {pod.namespace} is excluded by the evictor"
+        return Refusal(code=NAMESPACE_EXCLUDED, subject=pod.namespace)
     if args.label_selector is not None and not args.label_selector.matches(pod.labels):
-        return f"labels do not match evictor labelSelector {args.label_selector}"
+        return Refusal(code=LABELS_NOT_SELECTED, facts={"selector": str(args.label_selector)})
     if pod.owner is None and not args.evict_bare_pods:
-        return "bare pod: no controller would recreate it (evictBarePods is off)"
+        return Refusal(code=BARE_POD)
     critical = (pod.priority or 0) >= SYSTEM_CRITICAL_PRIORITY or pod.priority_class_name in _CRITICAL_CLASSES
     if critical and not args.evict_system_critical_pods:
-        return "system-critical pod (evictSystemCriticalPods is off)"
+        return Refusal(code=SYSTEM_CRITICAL)
     if args.priority_threshold is not None and (pod.priority or 0) >= args.priority_threshold:
-        return f"priority {pod.priority or 0} ≥ priorityThreshold {args.priority_threshold}"
+        return Refusal(
+            code=PRIORITY_THRESHOLD, facts={"priority": pod.priority or 0, "threshold": args.priority_threshold}
+        )
     if pod.has_local_storage and not args.evict_local_storage_pods:
-        return "uses local storage (emptyDir/hostPath; evictLocalStoragePods is off)"
+        return Refusal(code=LOCAL_STORAGE)
     if pod.has_pvc and args.ignore_pvc_pods:
-        return "uses a PersistentVolumeClaim (ignorePvcPods is on)"
+        return Refusal(code=PVC_POD)
     when = now or snapshot.now
     if args.min_pod_age is not None and pod.created is not None and when - pod.created < args.min_pod_age:
         age = int((when - pod.created).total_seconds())
-        return f"younger than minPodAge ({age}s < {int(args.min_pod_age.total_seconds())}s)"
+        return Refusal(code=MIN_POD_AGE, facts={"age": age, "min_age": int(args.min_pod_age.total_seconds())})
     replicas = snapshot.replicas(pod)
     if replicas is not None and replicas < args.min_replicas:
-        return f"workload has {replicas} replica(s) < minReplicas {args.min_replicas}"
+        return Refusal(code=MIN_REPLICAS, facts={"replicas": replicas, "min_replicas": args.min_replicas})
     return None

@@ -1,4 +1,9 @@
-"""The Plan: what a cycle would move and why, and what it would not and why not (README §4.3)."""
+"""The Plan: what a cycle would move and why, and what it would not and why not (README §4.3).
+
+A move's `reason` is an explanation in words (the node's load, the quota's shortfall). A skip
+carries the `Refusal` that said no: its JSON has the refusal's text as `reason` and its rule as
+`code`, so tools group and count skips by code without reading the words.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from descheduler.model import Pod
+from descheduler.refusal import Refusal
 from descheduler.resources import EMPTY, Resources
 
 NodeClass = Literal["high", "low", "normal", "excluded"]
@@ -63,10 +69,20 @@ class Migration(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Skip(msgspec.Struct, frozen=True, kw_only=True):
+    """A pod a strategy looked at and did not move, and the refusal that kept it."""
+
     pod: PodKey
-    reason: str
+    refusal: Refusal
     strategy: str = ""
     node: str = ""
+
+    @property
+    def reason(self) -> str:
+        return str(self.refusal)
+
+    @property
+    def code(self) -> str:
+        return self.refusal.code
 
 
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
@@ -137,6 +153,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
                 {
                     "pod": {"namespace": s.pod.namespace, "name": s.pod.name},
                     "reason": s.reason,
+                    "code": s.code,
                     **({"strategy": s.strategy} if s.strategy else {}),
                     **({"node": s.node} if s.node else {}),
                 }

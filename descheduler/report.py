@@ -1,4 +1,7 @@
-"""Render a Plan for people (table, Markdown) and for tools (JSON, YAML); all carry the same content."""
+"""Render a Plan for people (table, Markdown) and for tools (JSON, YAML); all carry the same content.
+
+People read a skip's reason; JSON and YAML also carry its refusal code (`Plan.to_dict`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import io
 import json
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import yaml
@@ -35,7 +39,17 @@ def _resources(plan: Plan) -> list[str]:
     return sorted(names, key=lambda r: (r not in ("cpu", "memory"), r))
 
 
-def _rows(plan: Plan) -> tuple[list[str], list[list[str]], list[str], list[list[str]], list[str], list[list[str]]]:
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One table of the rendered plan: its title, column heads and rows."""
+
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+
+
+def _sections(plan: Plan) -> list[Section]:
+    """Nodes, Moves and Not moved, in that order."""
     resources = _resources(plan)
     node_head = ["node", "pool", "class", *[f"{r} used (low/high)" for r in resources], "reason"]
     node_rows = [
@@ -63,7 +77,11 @@ def _rows(plan: Plan) -> tuple[list[str], list[list[str]], list[str], list[list[
     ]
     skip_head = ["pod", "node", "strategy", "reason"]
     skip_rows = [[str(s.pod), s.node, s.strategy, s.reason] for s in plan.skipped]
-    return node_head, node_rows, move_head, move_rows, skip_head, skip_rows
+    return [
+        Section("Nodes", node_head, node_rows),
+        Section("Moves", move_head, move_rows),
+        Section("Not moved", skip_head, skip_rows),
+    ]
 
 
 def _summary_line(plan: Plan) -> str:
@@ -114,17 +132,12 @@ def render_table(plan: Plan, width: int | None = None, color: bool | None = None
     console = Console(
         file=buffer, width=width or terminal_width(), force_terminal=color, no_color=not color, highlight=False
     )
-    node_head, node_rows, move_head, move_rows, skip_head, skip_rows = _rows(plan)
     console.print(f"Plan at {plan.now.isoformat()}: {_summary_line(plan)}")
-    for title, head, rows in (
-        ("Nodes", node_head, node_rows),
-        ("Moves", move_head, move_rows),
-        ("Not moved", skip_head, skip_rows),
-    ):
-        if not rows:
-            console.print(f"{title}: none")
+    for section in _sections(plan):
+        if not section.rows:
+            console.print(f"{section.title}: none")
             continue
-        console.print(_fitted_table(console, title, head, rows))
+        console.print(_fitted_table(console, section.title, section.head, section.rows))
     _print_notes(console.print, plan)
     # rich pads titles to the table's width: no trailing blanks in what is piped or copied.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
@@ -148,15 +161,10 @@ def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def render_markdown(plan: Plan) -> str:
-    node_head, node_rows, move_head, move_rows, skip_head, skip_rows = _rows(plan)
     lines = [f"# Plan at {plan.now.isoformat()}", "", _summary_line(plan), ""]
-    for title, head, rows in (
-        ("Nodes", node_head, node_rows),
-        ("Moves", move_head, move_rows),
-        ("Not moved", skip_head, skip_rows),
-    ):
-        lines += [f"## {title}", ""]
-        lines += _md_table(head, rows) if rows else ["None."]
+    for section in _sections(plan):
+        lines += [f"## {section.title}", ""]
+        lines += _md_table(section.head, section.rows) if section.rows else ["None."]
         lines.append("")
     notes: list[str] = []
     _print_notes(notes.append, plan)

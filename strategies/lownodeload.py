@@ -1,6 +1,10 @@
 """LowNodeLoad: move load off hot nodes onto cool ones (design: lownodeload.md).
 
-Pure: a snapshot view and arguments in, moves and reasons out.
+Pure: a snapshot view and arguments in, moves and reasons out. Each pool's nodes are sorted into
+high, low, normal and excluded by a `Classification` (the node tier, then the prod tier when the
+pool has prod thresholds); the hot nodes of one are relieved onto its low nodes. A pod that stays
+is a `Skip` carrying the `Refusal` that kept it: the evictor's (descheduler.eligibility), the
+budget's as the budget returns it, or one of this strategy's own codes defined below.
 """
 
 from __future__ import annotations
@@ -8,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import msgspec
 import numpy as np
@@ -24,6 +28,7 @@ from descheduler.model import (
 from descheduler.plan import Migration, Mode, NodeClass, NodeReport, PodKey, Skip
 from descheduler.policy import LowNodeLoadArgs, PoolArgs
 from descheduler.priority import BAND_RANK, annotated_cost, priority_band
+from descheduler.refusal import Refusal, define
 from descheduler.scheduling import best_node
 from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, BoolArray, FloatArray, IntArray
 from descheduler.strategy import PlanContext, StrategyResult
@@ -32,12 +37,30 @@ from strategies.victims import minimal_cover
 _QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 _EPOCH = datetime.fromtimestamp(0).astimezone()
 
+MIGRATION_IN_PROGRESS = define("MigrationInProgress", "already being moved by a migration job")
+EVICTABLE_NAMESPACES = define(
+    "EvictableNamespaces",
+    "namespace {subject} is not in evictableNamespaces",
+    brief="namespace not in evictableNamespaces",
+)
+POD_SELECTORS = define("PodSelectors", "matches none of podSelectors")
+NO_POD_METRIC = define("NoPodMetric", "no usage metric for the pod")
+NOT_OVER_RESOURCES = define(
+    "NotOverResources",
+    "uses none of the resources the node is over on ({resources})",
+    brief="uses none of the resources the node is over on",
+)
+NO_COOL_LOW_NODE = define("NoCoolLowNode", "no low node can take its usage and stay at or below its high threshold")
+NO_FEASIBLE_LOW_NODE = define("NoFeasibleLowNode", "no feasible low node: {summary}", brief="no feasible low node")
+
+Tier = Literal["node", "prod"]
+
 
 @dataclass(slots=True)
-class Pass:
-    """One classification of a pool's nodes: the node pass, or the prod pass."""
+class Classification:
+    """One classification of a pool's nodes: by the node tier's thresholds, or by the prod tier's."""
 
-    kind: str  # "node" | "prod"
+    kind: Tier
     pool: PoolArgs
     rows: IntArray  # table rows of the pool's nodes
     resources: list[str]
@@ -84,20 +107,20 @@ class LowNodeLoad:
                     result.warnings.append(f"LowNodeLoad: node pool {pool.name} selects no node")
                 continue
             _warn_never(pool, rows, result)
-            node_pass = _classify(ctx, pool, rows, "node", result)
-            result.nodes.extend(_node_reports(ctx, node_pass))
-            _relieve(ctx, args, node_pass, result)
+            by_node = _classify(ctx, pool, rows, "node", result)
+            result.nodes.extend(_node_reports(ctx, by_node))
+            _relieve(ctx, args, by_node, result)
             if pool.has_prod_thresholds:
-                prod_pass = _classify(ctx, pool, rows, "prod", result)
-                _attach_prod_class(ctx, result, prod_pass)
-                _relieve(ctx, args, prod_pass, result)
+                by_prod = _classify(ctx, pool, rows, "prod", result)
+                _attach_prod_class(ctx, result, by_prod)
+                _relieve(ctx, args, by_prod, result)
         return result
 
 
 # --- classification ----------------------------------------------------------------------
 
 
-def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: str, result: StrategyResult) -> Pass:
+def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, result: StrategyResult) -> Classification:
     table, view = ctx.table, ctx.view
     if kind == "prod":
         assert pool.prod_low_thresholds is not None and pool.prod_high_thresholds is not None
@@ -172,10 +195,12 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: str, resul
                         if not under[i, j]
                     )
                 )
-    return Pass(kind, pool, rows, resources, cols, low_abs, high_abs, low_pct, high_pct, classes, reasons, hot_cycles)
+    return Classification(
+        kind, pool, rows, resources, cols, low_abs, high_abs, low_pct, high_pct, classes, reasons, hot_cycles
+    )
 
 
-def _label(kind: str) -> str:
+def _label(kind: Tier) -> str:
     return "prod " if kind == "prod" else ""
 
 
@@ -184,44 +209,48 @@ def _percents(used: FloatArray, alloc: FloatArray) -> FloatArray:
     return out
 
 
-def _node_reports(ctx: PlanContext, p: Pass) -> list[NodeReport]:
+def _node_reports(ctx: PlanContext, classified: Classification) -> list[NodeReport]:
     table = ctx.table
-    needed = p.pool.anomaly_condition.consecutive_abnormalities
+    needed = classified.pool.anomaly_condition.consecutive_abnormalities
     reports = []
-    for i, row in enumerate(p.rows):
-        alloc = table.alloc[row, p.cols].astype(np.float64)
-        used = ctx.view.usage[row, p.cols].astype(np.float64)
+    for i, row in enumerate(classified.rows):
+        alloc = table.alloc[row, classified.cols].astype(np.float64)
+        used = ctx.view.usage[row, classified.cols].astype(np.float64)
         ratios = np.divide(used, alloc, out=np.zeros_like(used), where=alloc > 0)
-        reason = p.reasons[i]
-        if p.classes[i] == "high" and p.hot_cycles[i] < needed:
-            reason += f" (hot for {p.hot_cycles[i]} of {needed} cycles; not acting yet)"
+        reason = classified.reasons[i]
+        if classified.classes[i] == "high" and classified.hot_cycles[i] < needed:
+            reason += f" (hot for {classified.hot_cycles[i]} of {needed} cycles; not acting yet)"
         reports.append(
             NodeReport(
                 name=table.names[row],
-                node_class=p.classes[i],
+                node_class=classified.classes[i],
                 reason=reason,
-                pool=p.pool.name,
+                pool=classified.pool.name,
                 strategy=LowNodeLoad.name,
-                usage={} if p.classes[i] == "excluded" else {r: float(ratios[j]) for j, r in enumerate(p.resources)},
-                low={r: float(p.low_pct[i, j]) / 100 for j, r in enumerate(p.resources)},
-                high={r: float(p.high_pct[i, j]) / 100 for j, r in enumerate(p.resources)},
-                hot_cycles=p.hot_cycles[i],
+                usage={}
+                if classified.classes[i] == "excluded"
+                else {r: float(ratios[j]) for j, r in enumerate(classified.resources)},
+                low={r: float(classified.low_pct[i, j]) / 100 for j, r in enumerate(classified.resources)},
+                high={r: float(classified.high_pct[i, j]) / 100 for j, r in enumerate(classified.resources)},
+                hot_cycles=classified.hot_cycles[i],
                 hot_cycles_needed=needed,
             )
         )
     return reports
 
 
-def _attach_prod_class(ctx: PlanContext, result: StrategyResult, p: Pass) -> None:
-    """Add the prod pass's class (and its reason when hot) to the node pass's reports."""
-    by_name = {r.name: i for i, r in enumerate(result.nodes) if r.pool == p.pool.name}
-    for i, row in enumerate(p.rows):
+def _attach_prod_class(ctx: PlanContext, result: StrategyResult, classified: Classification) -> None:
+    """Add the prod tier's class (and its reason when hot) to the node tier's reports."""
+    by_name = {r.name: i for i, r in enumerate(result.nodes) if r.pool == classified.pool.name}
+    for i, row in enumerate(classified.rows):
         index = by_name.get(ctx.table.names[row])
         if index is None:
             continue
         report = result.nodes[index]
-        extra = f"; {p.reasons[i]}" if p.classes[i] == "high" else ""
-        result.nodes[index] = msgspec.structs.replace(report, prod_class=p.classes[i], reason=report.reason + extra)
+        extra = f"; {classified.reasons[i]}" if classified.classes[i] == "high" else ""
+        result.nodes[index] = msgspec.structs.replace(
+            report, prod_class=classified.classes[i], reason=report.reason + extra
+        )
 
 
 def _warn_never(pool: PoolArgs, rows: IntArray, result: StrategyResult) -> None:
@@ -245,71 +274,73 @@ def _warn_never(pool: PoolArgs, rows: IntArray, result: StrategyResult) -> None:
 # --- relieving hot nodes -----------------------------------------------------------------
 
 
-def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, result: StrategyResult) -> None:
+def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification, result: StrategyResult) -> None:
     table = ctx.table
-    needed = p.pool.anomaly_condition.consecutive_abnormalities
-    highs = [i for i, c in enumerate(p.classes) if c == "high"]
-    sources = [i for i in highs if p.hot_cycles[i] >= needed]
-    lows = [i for i, c in enumerate(p.classes) if c == "low"]
-    where = f"LowNodeLoad pool {p.pool.name}{' prod pass' if p.kind == 'prod' else ''}"
+    needed = classified.pool.anomaly_condition.consecutive_abnormalities
+    highs = [i for i, c in enumerate(classified.classes) if c == "high"]
+    sources = [i for i in highs if classified.hot_cycles[i] >= needed]
+    lows = [i for i, c in enumerate(classified.classes) if c == "low"]
+    where = f"LowNodeLoad pool {classified.pool.name}{' prod pass' if classified.kind == 'prod' else ''}"
     if not sources:
         return
     if not lows:
         result.warnings.append(f"{where}: {len(sources)} hot node(s) but no low node to move load to")
         return
-    if len(lows) <= p.pool.number_of_nodes:
-        result.warnings.append(f"{where}: {len(lows)} low node(s) ≤ numberOfNodes {p.pool.number_of_nodes}; not acting")
+    if len(lows) <= classified.pool.number_of_nodes:
+        result.warnings.append(
+            f"{where}: {len(lows)} low node(s) ≤ numberOfNodes {classified.pool.number_of_nodes}; not acting"
+        )
         return
-    if len(lows) == len(p.rows):
+    if len(lows) == len(classified.rows):
         return
     low_mask = np.zeros(table.size, dtype=np.bool_)
-    low_mask[p.rows[lows]] = True
-    high_abs = np.zeros((table.size, len(p.cols)), dtype=np.float64)
-    high_abs[p.rows] = p.high
-    prod_high = _prod_high(ctx, p)
-    weights = np.array([p.pool.resource_weights.get(r, 0) for r in p.resources], dtype=np.float64)
+    low_mask[classified.rows[lows]] = True
+    high_abs = np.zeros((table.size, len(classified.cols)), dtype=np.float64)
+    high_abs[classified.rows] = classified.high
+    prod_high = _prod_high(ctx, classified)
+    weights = np.array([classified.pool.resource_weights.get(r, 0) for r in classified.resources], dtype=np.float64)
     if weights.sum() <= 0:
-        weights = np.ones(len(p.resources))
+        weights = np.ones(len(classified.resources))
 
     def hotness(i: int) -> float:
-        row = p.rows[i]
-        alloc = table.alloc[row, p.cols].astype(np.float64)
-        used = _usage(ctx, p)[row, p.cols].astype(np.float64)
+        row = classified.rows[i]
+        alloc = table.alloc[row, classified.cols].astype(np.float64)
+        used = _usage(ctx, classified)[row, classified.cols].astype(np.float64)
         return float((weights * _percents(used, alloc)).sum() / weights.sum())
 
-    ordered = sorted(sources, key=lambda i: (-hotness(i), table.names[p.rows[i]]))
+    ordered = sorted(sources, key=lambda i: (-hotness(i), table.names[classified.rows[i]]))
     for position, i in enumerate(ordered):
         if ctx.budget.cycle_exhausted:
             # One line instead of a skip for every pod of every remaining hot node.
-            left = ", ".join(table.names[p.rows[j]] for j in ordered[position:])
+            left = ", ".join(table.names[classified.rows[j]] for j in ordered[position:])
             result.warnings.append(
                 f"{where}: limit maxEvictionsPerCycle {ctx.policy.limits.max_evictions_per_cycle} reached; "
                 f"not relieved this cycle: {left}"
             )
             return
-        _relieve_node(ctx, args, p, i, low_mask, high_abs, prod_high, weights, result)
+        _relieve_node(ctx, args, classified, i, low_mask, high_abs, prod_high, weights, result)
 
 
-def _usage(ctx: PlanContext, p: Pass) -> IntArray:
-    return ctx.view.prod_usage if p.kind == "prod" else ctx.view.usage
+def _usage(ctx: PlanContext, classified: Classification) -> IntArray:
+    return ctx.view.prod_usage if classified.kind == "prod" else ctx.view.usage
 
 
-def _prod_high(ctx: PlanContext, p: Pass) -> FloatArray | None:
+def _prod_high(ctx: PlanContext, classified: Classification) -> FloatArray | None:
     """Absolute prod high thresholds for every node of the pool, for the every-tier-stays-cool check."""
-    pool = p.pool
+    pool = classified.pool
     if pool.prod_high_thresholds is None:
         return None
     table = ctx.table
-    out = np.full((table.size, len(p.cols)), np.inf)
-    pct = np.array([pool.prod_high_thresholds.get(r, 100.0) for r in p.resources], dtype=np.float64)
-    out[p.rows] = table.alloc[np.ix_(p.rows, np.asarray(p.cols, dtype=np.int64))] * pct / 100
+    out = np.full((table.size, len(classified.cols)), np.inf)
+    pct = np.array([pool.prod_high_thresholds.get(r, 100.0) for r in classified.resources], dtype=np.float64)
+    out[classified.rows] = table.alloc[np.ix_(classified.rows, np.asarray(classified.cols, dtype=np.int64))] * pct / 100
     return out
 
 
 def _relieve_node(
     ctx: PlanContext,
     args: LowNodeLoadArgs,
-    p: Pass,
+    classified: Classification,
     i: int,
     low_mask: BoolArray,
     high_abs: FloatArray,
@@ -318,23 +349,23 @@ def _relieve_node(
     result: StrategyResult,
 ) -> None:
     table, view = ctx.table, ctx.view
-    row = int(p.rows[i])
+    row = int(classified.rows[i])
     node = table.names[row]
-    usage = _usage(ctx, p)
-    candidates = _candidates(ctx, args, p, node, result)
-    excess0 = np.maximum(usage[row, p.cols] - high_abs[row], 0)
-    candidates.sort(key=_sort_key(ctx, args, p, excess0, weights))
-    node_high = _node_high(ctx, p, high_abs)
+    usage = _usage(ctx, classified)
+    candidates = _candidates(ctx, args, classified, node, result)
+    excess0 = np.maximum(usage[row, classified.cols] - high_abs[row], 0)
+    candidates.sort(key=_sort_key(ctx, args, classified, excess0, weights))
+    node_high = _node_high(ctx, classified, high_abs)
     mode: Mode = "ReservationFirst" if args.node_fit else "EvictDirectly"
     if ctx.policy.migration.default_mode == "EvictDirectly":
         mode = "EvictDirectly"
 
     def over() -> BoolArray:
-        over_now: BoolArray = usage[row, p.cols] > high_abs[row]
+        over_now: BoolArray = usage[row, classified.cols] > high_abs[row]
         return over_now
 
     def reason() -> str:
-        return f"node {node} {p.reasons[i]}"
+        return f"node {node} {classified.reasons[i]}"
 
     def try_move(pod: Pod) -> bool:
         """Plan one move; False (with a skip recorded) when the pod cannot go anywhere."""
@@ -342,10 +373,10 @@ def _relieve_node(
             return False
         over_now = over()
         load = table.load_of(pod)
-        pod_usage = load.usage[p.cols]
+        pod_usage = load.usage[classified.cols]
         if not (pod_usage[over_now] > 0).any():
-            over_names = ", ".join(r for j, r in enumerate(p.resources) if over_now[j])
-            _skip(result, pod, node, f"uses none of the resources the node is over on ({over_names})")
+            over_names = ", ".join(r for j, r in enumerate(classified.resources) if over_now[j])
+            _skip(result, pod, node, Refusal(code=NOT_OVER_RESOURCES, facts={"resources": over_names}))
             return False
         refusal = ctx.budget.refusal(pod, node)
         if refusal is not None:
@@ -354,20 +385,20 @@ def _relieve_node(
         allowed = low_mask & ctx.targets
         allowed[row] = False
         # Every tier of the target must stay cool after the move (lownodeload.md §3.7).
-        cool = np.all(view.usage[:, p.cols] + pod_usage <= node_high, axis=1)
-        if p.kind == "prod":
-            cool &= np.all(view.prod_usage[:, p.cols] + pod_usage <= high_abs, axis=1)
+        cool = np.all(view.usage[:, classified.cols] + pod_usage <= node_high, axis=1)
+        if classified.kind == "prod":
+            cool &= np.all(view.prod_usage[:, classified.cols] + pod_usage <= high_abs, axis=1)
         elif prod_high is not None:
             # A node already over its prod threshold is no target even for a non-prod pod.
-            prod_after = view.prod_usage[:, p.cols] + (pod_usage if load.prod else 0)
+            prod_after = view.prod_usage[:, classified.cols] + (pod_usage if load.prod else 0)
             cool &= np.all(prod_after <= prod_high, axis=1)
         allowed_cool = allowed & cool
         if not allowed_cool.any():
-            _skip(result, pod, node, "no low node can take its usage and stay at or below its high threshold")
+            _skip(result, pod, node, Refusal(code=NO_COOL_LOW_NODE))
             return False
         choice = best_node(pod, view, allowed=allowed_cool, node_fit=args.node_fit)
         if choice.node is None:
-            _skip(result, pod, node, f"no feasible low node: {choice.summary()}")
+            _skip(result, pod, node, Refusal(code=NO_FEASIBLE_LOW_NODE, facts={"summary": choice.summary()}))
             return False
         view.move(pod, choice.node)
         ctx.budget.take(pod, node)
@@ -380,13 +411,13 @@ def _relieve_node(
                 target_node=choice.node,
                 mode=mode,
                 reason=reason(),
-                usage=table.to_resources(load.usage, [r for r in p.resources if r != "pods"] or None),
+                usage=table.to_resources(load.usage, [r for r in classified.resources if r != "pods"] or None),
             )
         )
         return True
 
     if args.victim_selection == "minimal":
-        _minimal(ctx, p, row, candidates, high_abs, over, try_move)
+        _minimal(ctx, classified, row, candidates, high_abs, over, try_move)
     else:
         for pod in candidates:
             if not over().any() or ctx.budget.node_refusal(node) is not None:
@@ -397,20 +428,22 @@ def _relieve_node(
         result.warnings.append(f"node {node} is still hot: {stopped}")
 
 
-def _node_high(ctx: PlanContext, p: Pass, high_abs: FloatArray) -> FloatArray:
+def _node_high(ctx: PlanContext, classified: Classification, high_abs: FloatArray) -> FloatArray:
     """Node-pass high thresholds as absolute units for every node (prod pass: the node tier too)."""
-    if p.kind == "node":
+    if classified.kind == "node":
         return high_abs
-    pool = p.pool
-    pct = np.array([pool.high_thresholds.get(r, 100.0) for r in p.resources], dtype=np.float64)
+    pool = classified.pool
+    pct = np.array([pool.high_thresholds.get(r, 100.0) for r in classified.resources], dtype=np.float64)
     out = np.full_like(high_abs, np.inf)
-    out[p.rows] = ctx.table.alloc[np.ix_(p.rows, np.asarray(p.cols, dtype=np.int64))] * pct / 100
+    out[classified.rows] = (
+        ctx.table.alloc[np.ix_(classified.rows, np.asarray(classified.cols, dtype=np.int64))] * pct / 100
+    )
     return out
 
 
 def _minimal(
     ctx: PlanContext,
-    p: Pass,
+    classified: Classification,
     row: int,
     candidates: list[Pod],
     high_abs: FloatArray,
@@ -419,11 +452,11 @@ def _minimal(
 ) -> None:
     """Move the smallest set of pods that brings the node to ≤ high; ties by the sort order."""
     table = ctx.table
-    usage = _usage(ctx, p)
+    usage = _usage(ctx, classified)
     remaining = list(candidates)
     while remaining and over().any() and ctx.budget.node_refusal(table.names[row]) is None:
-        excess = np.maximum(usage[row, p.cols] - high_abs[row], 0)
-        vectors = [table.load_of(pod).usage[p.cols] for pod in remaining]
+        excess = np.maximum(usage[row, classified.cols] - high_abs[row], 0)
+        vectors = [table.load_of(pod).usage[classified.cols] for pod in remaining]
         chosen = minimal_cover(vectors, excess)
         picks = [remaining[k] for k in chosen] if chosen is not None else list(remaining)
         for pod in picks:
@@ -437,7 +470,9 @@ def _minimal(
                 return
 
 
-def _candidates(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, node: str, result: StrategyResult) -> list[Pod]:
+def _candidates(
+    ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification, node: str, result: StrategyResult
+) -> list[Pod]:
     """Movable pods on the node (lownodeload.md §3.7); every refusal is recorded with its reason."""
     out = []
     evictor = ctx.policy.evictor
@@ -445,10 +480,10 @@ def _candidates(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, node: str, res
         if ctx.view.node_of(pod) != node or pod.terminal:
             continue
         load = ctx.table.load_of(pod)
-        if p.kind == "prod" and not load.prod:
+        if classified.kind == "prod" and not load.prod:
             continue
         if pod.key in ctx.moving:
-            _skip(result, pod, node, "already being moved by a migration job")
+            _skip(result, pod, node, Refusal(code=MIGRATION_IN_PROGRESS))
             continue
         refusal = eviction_refusal(pod, ctx.snapshot, evictor)
         if (
@@ -456,15 +491,15 @@ def _candidates(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, node: str, res
             and args.evictable_namespaces is not None
             and not args.evictable_namespaces.allows(pod.namespace)
         ):
-            refusal = f"namespace {pod.namespace} is not in evictableNamespaces"
+            refusal = Refusal(code=EVICTABLE_NAMESPACES, subject=pod.namespace)
         if (
             refusal is None
             and args.pod_selectors
             and not any(s.selector.matches(pod.labels) for s in args.pod_selectors)
         ):
-            refusal = "matches none of podSelectors"
+            refusal = Refusal(code=POD_SELECTORS)
         if refusal is None and not load.has_metric:
-            refusal = "no usage metric for the pod"
+            refusal = Refusal(code=NO_POD_METRIC)
         if refusal is not None:
             _skip(result, pod, node, refusal)
             continue
@@ -472,19 +507,19 @@ def _candidates(ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, node: str, res
     return out
 
 
-def _skip(result: StrategyResult, pod: Pod, node: str, reason: str) -> None:
-    result.skipped.append(Skip(pod=PodKey.of(pod), reason=reason, strategy=LowNodeLoad.name, node=node))
+def _skip(result: StrategyResult, pod: Pod, node: str, refusal: Refusal) -> None:
+    result.skipped.append(Skip(pod=PodKey.of(pod), refusal=refusal, strategy=LowNodeLoad.name, node=node))
 
 
 def _sort_key(
-    ctx: PlanContext, args: LowNodeLoadArgs, p: Pass, excess: FloatArray, weights: FloatArray
+    ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification, excess: FloatArray, weights: FloatArray
 ) -> Callable[[Pod], tuple[Any, ...]]:
     """Victim order (lownodeload.md §5); pods asking not to be evicted go last, names end every tie."""
     table = ctx.table
-    over_cols = [j for j in range(len(p.cols)) if excess[j] > 0]
+    over_cols = [j for j in range(len(classified.cols)) if excess[j] > 0]
 
     def usage_fit(pod: Pod) -> float:
-        used = table.load_of(pod).usage[p.cols]
+        used = table.load_of(pod).usage[classified.cols]
         total, weight = 0.0, 0.0
         for j in over_cols:
             ratio = float(used[j]) / float(excess[j])

@@ -7,10 +7,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from descheduler.model import ANNOTATION_OVER_MAX_SINCE
-from descheduler.quantity import format_units
 from descheduler.resources import Resources
 from strategies.quota.pacing import format_time, parse_time
-from strategies.quota.round import Round, budget_refusal, fork_budget, take
+from strategies.quota.round import (
+    Round,
+    budget_refusal,
+    fork_budget,
+    max_evictions_per_lender,
+    max_evictions_per_round,
+    take,
+)
+from strategies.quota.tree import usage_words
 from strategies.quota.units import Unit
 
 
@@ -18,10 +25,6 @@ def _over(used: Resources, maximum: Resources | None) -> list[str]:
     if maximum is None:
         return []
     return [r for r in sorted(maximum) if used[r] > maximum[r]]
-
-
-def _words(used: Mapping[str, int], maximum: Mapping[str, int], resources: list[str]) -> str:
-    return ", ".join(f"{r} {format_units(r, used.get(r, 0))}/{format_units(r, maximum.get(r, 0))}" for r in resources)
 
 
 def revoke_over_max(rnd: Round, previous: Mapping[str, Any]) -> dict[str, str]:
@@ -75,7 +78,7 @@ def _trim(rnd: Round, name: str, over: list[str], since: datetime, now: datetime
         refusal = rnd.static_refusal(unit, need_usable_node=False) or rnd.pacing.lender_refusal(unit.group)
         cap = args.max_evictions_per_lender
         if refusal is None and cap is not None and per_lender.get(unit.group, 0) + len(unit.pods) > cap:
-            refusal = f"maxEvictionsPerLender {cap} reached for {unit.group}"
+            refusal = max_evictions_per_lender(unit.group, cap)
         if refusal is None:
             refusal = budget_refusal(trial, unit)
         if refusal is not None:
@@ -94,20 +97,20 @@ def _trim(rnd: Round, name: str, over: list[str], since: datetime, now: datetime
     still = _over(trial_used, maximum)
     age = int((now - since).total_seconds())
     reason = (
-        f"quota {name} over max {_words(used, maximum, over)} (used/max) since {format_time(since)} "
+        f"quota {name} over max {usage_words(used, maximum, over)} (used/max) since {format_time(since)} "
         f"({age}s ≥ overMaxDelaySeconds {args.over_max_delay_seconds})"
     )
     committed = 0
     for unit in removed:
         if rnd.evicted + len(unit.pods) > args.max_evictions_per_round:
-            rnd.stopped = f"maxEvictionsPerRound {args.max_evictions_per_round} reached"
+            rnd.stopped = max_evictions_per_round(args.max_evictions_per_round)
             break
         rnd.commit([unit], reason, None)
         committed += 1
     if still or committed < len(removed):
         left = removed[committed:]
         rnd.result.unreclaimable.append(
-            f"quota {name} over max {_words(used, maximum, over)} (used/max): "
+            f"quota {name} over max {usage_words(used, maximum, over)} (used/max): "
             + (f"eligible pods cannot bring it under max ({', '.join(still)} stays over)" if still else "")
             + ("; " if still and left else "")
             + (f"{len(left)} victim(s) deferred by maxEvictionsPerRound" if left else "")

@@ -1,4 +1,7 @@
-"""Pacing across rounds: lender cooldown, (starving, lender) backoff, and the state that carries them."""
+"""Pacing across rounds: lender cooldown, (starving, lender) backoff, and the state that carries them.
+
+Both rules refuse a lender with a `Refusal` whose code is defined here.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from descheduler.policy import QuotaReclaimArgs
+from descheduler.refusal import Refusal, define
 from descheduler.snapshot import Snapshot
 from strategies.quota.accounting import Ledger, is_pending
+
+LENDER_COOLDOWN = define(
+    "LenderCooldown",
+    "lender cooldown: {subject}'s previous victims were planned {waited}s ago (< lenderCooldownSeconds {cooldown})",
+    brief="lender cooldown",
+)
+RECLAIM_BACKOFF = define(
+    "ReclaimBackoff",
+    "backoff: an earlier reclaim for {group} from {subject} made no progress; retry after {until}",
+    brief="backoff",
+)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -88,25 +103,23 @@ class Pacing:
                     f"{self.args.backoff_seconds}s"
                 )
 
-    def lender_refusal(self, lender: str) -> str | None:
+    def lender_refusal(self, lender: str) -> Refusal | None:
+        """The lender's previous victims were planned within lenderCooldownSeconds."""
         last = self.last_eviction.get(lender)
-        if last is None or self.args.lender_cooldown_seconds == 0:
+        cooldown = self.args.lender_cooldown_seconds
+        if last is None or cooldown == 0:
             return None
         waited = int((self.now - last).total_seconds())
-        if waited >= self.args.lender_cooldown_seconds:
+        if waited >= cooldown:
             return None
-        return (
-            f"lender cooldown: {lender}'s previous victims were planned {waited}s ago "
-            f"(< lenderCooldownSeconds {self.args.lender_cooldown_seconds})"
-        )
+        return Refusal(code=LENDER_COOLDOWN, subject=lender, facts={"waited": waited, "cooldown": cooldown})
 
-    def pair_refusal(self, group: str, lender: str) -> str | None:
+    def pair_refusal(self, group: str, lender: str) -> Refusal | None:
+        """An earlier reclaim for `group` from `lender` made no progress: back off until its time."""
         until = self.backoff.get(f"{group}/{lender}")
         if until is None:
             return None
-        return (
-            f"backoff: an earlier reclaim for {group} from {lender} made no progress; retry after {format_time(until)}"
-        )
+        return Refusal(code=RECLAIM_BACKOFF, subject=lender, facts={"group": group, "until": format_time(until)})
 
     def record(self, group: str, pod: str, victims: list[str], lenders: list[str], used: Mapping[str, int]) -> None:
         if self.args.lender_cooldown_seconds > 0:

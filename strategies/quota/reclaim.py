@@ -1,4 +1,9 @@
-"""Guarantee reclaim: give a group below its min back what it lent (quotareclaim.md §2–3)."""
+"""Guarantee reclaim: give a group below its min back what it lent (quotareclaim.md §2–3).
+
+Each rule that keeps a pending pod from being served, a lender from giving or a victim from going
+is a refusal code defined here (or in the round, pacing and budget modules); the unreclaimable
+summary groups the refusals by their code's kind (`_KINDS`), never by their words.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from descheduler.budget import (
+    MAX_EVICTIONS_PER_CYCLE,
+    MAX_EVICTIONS_PER_NAMESPACE,
+    MAX_EVICTIONS_PER_NODE,
+    MULTIPLE_PDBS,
+    PDB_EXHAUSTED,
+    PDB_NOT_OBSERVED,
+)
+from descheduler.migration.limits import (
+    MAX_MIGRATING_PER_WORKLOAD,
+    MAX_UNAVAILABLE_PER_WORKLOAD,
+    WORKLOAD_COOLDOWN,
+    WORKLOAD_RATE_LIMITED,
+)
 from descheduler.model import Pod
-from descheduler.plan import PodKey, Skip
+from descheduler.plan import PodKey
 from descheduler.quantity import format_units
+from descheduler.refusal import Fact, Refusal, define
 from descheduler.resources import EMPTY, Resources, total
 from strategies.quota.accounting import is_pending
-from strategies.quota.round import STRATEGY, Round, budget_refusal, fork_budget, take
-from strategies.quota.tree import describe
+from strategies.quota.pacing import LENDER_COOLDOWN, RECLAIM_BACKOFF
+from strategies.quota.round import (
+    MAX_EVICTIONS_PER_LENDER,
+    Round,
+    budget_refusal,
+    fork_budget,
+    max_evictions_per_lender,
+    max_evictions_per_round,
+    take,
+)
+from strategies.quota.tree import describe, usage_words
 from strategies.quota.units import Unit
 
 _LATEST = datetime.max
@@ -24,8 +53,50 @@ def _pending_order(pod: Pod) -> tuple[int, float, str]:
     return (-(pod.priority or 0), created, pod.key)
 
 
-def usage_words(used: Mapping[str, int], minimum: Mapping[str, int], resources: list[str]) -> str:
-    return ", ".join(f"{r} {format_units(r, used.get(r, 0))}/{format_units(r, minimum.get(r, 0))}" for r in resources)
+# A pending pod this strategy does not reclaim for.
+NOT_LEAF_QUOTA = define(
+    "NotLeafQuota",
+    "quota {subject} is not a leaf of the quota tree: only leaf groups are served",
+    brief="quota is not a leaf of the quota tree",
+)
+PREEMPTION_NEVER = define("PreemptionPolicyNever", "preemptionPolicy Never: it does not trigger reclaim")
+NO_CREATION_TIME = define("NoCreationTime", "no creation time: cannot tell how long it has been pending")
+PENDING_GRACE = define(
+    "PendingGrace", "pending {age}s < pendingGraceSeconds {grace}", brief="pending < pendingGraceSeconds"
+)
+WOULD_BORROW = define(
+    "WouldBorrow",
+    "would make quota {subject} borrow ({detail}): no reclaim above min",
+    brief="would make quota {subject} borrow",
+)
+FITS_IN_FREE_CAPACITY = define(
+    "FitsInFreeCapacity", "fits in free capacity: pending for another reason (affinity, taints, fragmentation)"
+)
+# A lender that may not give (the tree's rules).
+LENDER_NOT_BORROWING = define(
+    "LenderNotBorrowing",
+    "quota {subject}{where} is not borrowing {resources} ({usage} used/min)",
+    brief="quota {subject} is not borrowing",
+)
+BRANCH_AT_MIN = define(
+    "BranchAtMin",
+    "quota {subject} (above {group}) cannot receive more ({usage} used/min): its own branch must give back first",
+    brief="quota {subject} cannot receive more",
+)
+# A victim that may not go.
+LOWER_PRIORITY = define(
+    "ReclaimPolicyLowerPriority",
+    "reclaimPolicy LowerPriority: priority {priority} is not below waiting pod {waiting}'s {waiting_priority}",
+    brief="reclaimPolicy LowerPriority",
+)
+LENDER_FLOOR_STRICT = define(
+    "LenderFloorStrict", "lenderFloor Strict: {subject} would drop below its min ({usage})", brief="lenderFloor Strict"
+)
+LENDER_FLOOR_NET_GAIN = define(
+    "LenderFloorNetGain",
+    "lenderFloor NetGain: the shortfall it creates is not smaller than the one it fixes ({detail})",
+    brief="lenderFloor NetGain",
+)
 
 
 @dataclass(slots=True)
@@ -42,15 +113,13 @@ def find_starving(rnd: Round, pending: Mapping[str, list[Pod]]) -> list[Starving
     for group in sorted(pending):
         pods = sorted(pending[group], key=_pending_order)
         if not tree.trusted(group):
-            why = tree.untrusted.get(group, "unknown quota")
+            skipped = rnd.quota_skipped(group)
             for pod in pods:
-                rnd.result.unreclaimable.append(
-                    f"{pod.key} (quota {group}): not served: quota {group} is skipped: {why}"
-                )
+                rnd.result.unreclaimable.append(f"{pod.key} (quota {group}): not served: {skipped}")
             continue
         if not tree.is_leaf(group):
             for pod in pods:
-                _skip_pending(rnd, pod, f"quota {group} is not a leaf of the quota tree: only leaf groups are served")
+                rnd.skip_pending(pod, Refusal(code=NOT_LEAF_QUOTA, subject=group))
             continue
         quota = tree.groups[group]
         used = ledger.used[group]
@@ -58,16 +127,17 @@ def find_starving(rnd: Round, pending: Mapping[str, list[Pod]]) -> list[Starving
         starving = Starving(group=group, deficit=_deficit(used, quota.min))
         for pod in pods:
             if pod.preemption_policy == "Never":
-                _skip_pending(rnd, pod, "preemptionPolicy Never: it does not trigger reclaim")
+                rnd.skip_pending(pod, Refusal(code=PREEMPTION_NEVER))
                 continue
             if not pod.requests:
                 continue
             age = (now - pod.created).total_seconds() if pod.created is not None else None
             if age is None and args.pending_grace_seconds > 0:
-                _skip_pending(rnd, pod, "no creation time: cannot tell how long it has been pending")
+                rnd.skip_pending(pod, Refusal(code=NO_CREATION_TIME))
                 continue
             if age is not None and age < args.pending_grace_seconds:
-                _skip_pending(rnd, pod, f"pending {int(age)}s < pendingGraceSeconds {args.pending_grace_seconds}")
+                grace = args.pending_grace_seconds
+                rnd.skip_pending(pod, Refusal(code=PENDING_GRACE, facts={"age": int(age), "grace": grace}))
                 continue
             over = [r for r in sorted(pod.requests) if used[r] + accepted_sum[r] + pod.requests[r] > quota.min[r]]
             if over:
@@ -76,7 +146,7 @@ def find_starving(rnd: Round, pending: Mapping[str, list[Pod]]) -> list[Starving
                     f"> min {format_units(r, quota.min[r])}"
                     for r in over
                 )
-                _skip_pending(rnd, pod, f"would make quota {group} borrow ({detail}): no reclaim above min")
+                rnd.skip_pending(pod, Refusal(code=WOULD_BORROW, subject=group, facts={"detail": detail}))
                 continue
             accepted_sum = accepted_sum + pod.requests
             starving.accepted.append(pod)
@@ -90,10 +160,6 @@ def _deficit(used: Resources, minimum: Resources) -> float:
     return max(ratios, default=0.0)
 
 
-def _skip_pending(rnd: Round, pod: Pod, reason: str) -> None:
-    rnd.skips.setdefault(pod.key, Skip(pod=PodKey.of(pod), reason=reason, strategy=STRATEGY))
-
-
 @dataclass(slots=True)
 class Attempt:
     """Victim search for one pending pod q of starving group S."""
@@ -104,8 +170,8 @@ class Attempt:
     need: dict[str, int]
     used: dict[str, Resources]  # tentative used per group
     picks: list[Unit] = field(default_factory=list)
-    group_refusals: dict[str, str] = field(default_factory=dict)
-    unit_refusals: dict[str, str] = field(default_factory=dict)
+    group_refusals: dict[str, Refusal] = field(default_factory=dict)  # lender -> why it may not give
+    unit_refusals: dict[str, Refusal] = field(default_factory=dict)  # unit key -> why it may not go
 
     @property
     def contested(self) -> list[str]:
@@ -115,49 +181,48 @@ class Attempt:
         freed = total(u.requests for u in self.picks)
         return {r: n - freed[r] for r, n in self.need.items() if n - freed[r] > 0}
 
-    def lender_refusal(self, lender: str, open_resources: list[str]) -> str | None:
+    def lender_refusal(self, lender: str, open_resources: list[str]) -> Refusal | None:
         rnd, tree = self.rnd, self.rnd.tree
         refusal = rnd.pacing.lender_refusal(lender) or rnd.pacing.pair_refusal(self.group, lender)
         if refusal is not None:
             return refusal
         cap = rnd.args.max_evictions_per_lender
         if cap is not None and rnd.per_lender[lender] + self._tentative_count(lender) >= cap:
-            return f"maxEvictionsPerLender {cap} reached for {lender}"
+            return max_evictions_per_lender(lender, cap)
         top = tree.lca(self.group, lender)
         for g in tree.below(lender, top):
             quota = tree.groups[g]
             if not any(self.used[g][r] > quota.min[r] for r in open_resources):
                 where = "" if g == lender else f" (above {lender})"
-                return (
-                    f"quota {g}{where} is not borrowing {', '.join(open_resources)} "
-                    f"({usage_words(self.used[g], quota.min, open_resources)} used/min)"
-                )
+                usage = usage_words(self.used[g], quota.min, open_resources)
+                facts = {"where": where, "resources": ", ".join(open_resources), "usage": usage}
+                return Refusal(code=LENDER_NOT_BORROWING, subject=g, facts=facts)
         for g in tree.below(self.group, top)[1:]:
             quota = tree.groups[g]
             over = [r for r in sorted(self.pod.requests) if self.used[g][r] + self.pod.requests[r] > quota.min[r]]
             if over:
-                return (
-                    f"quota {g} (above {self.group}) cannot receive more "
-                    f"({usage_words(self.used[g], quota.min, over)} used/min): its own branch must give back first"
-                )
+                usage = usage_words(self.used[g], quota.min, over)
+                return Refusal(code=BRANCH_AT_MIN, subject=g, facts={"group": self.group, "usage": usage})
         return None
 
     def _tentative_count(self, lender: str) -> int:
         return sum(len(u.pods) for u in self.picks if u.group == lender)
 
-    def unit_refusal(self, unit: Unit, open_resources: list[str]) -> str | None:
+    def unit_refusal(self, unit: Unit, open_resources: list[str]) -> Refusal | None:
         rnd, tree, args = self.rnd, self.rnd.tree, self.rnd.args
         static = rnd.static_refusal(unit, need_usable_node=True)
         if static is not None:
             return static
         cap = args.max_evictions_per_lender
         if cap is not None and rnd.per_lender[unit.group] + self._tentative_count(unit.group) + len(unit.pods) > cap:
-            return f"maxEvictionsPerLender {cap}: {unit.group} cannot give {len(unit.pods)} more pod(s) this round"
+            return max_evictions_per_lender(unit.group, cap, pods=len(unit.pods))
         if args.reclaim_policy == "LowerPriority" and unit.priority >= (self.pod.priority or 0):
-            return (
-                f"reclaimPolicy LowerPriority: priority {unit.priority} is not below "
-                f"waiting pod {self.pod.key}'s {self.pod.priority or 0}"
-            )
+            facts: dict[str, Fact] = {
+                "priority": unit.priority,
+                "waiting": self.pod.key,
+                "waiting_priority": self.pod.priority or 0,
+            }
+            return Refusal(code=LOWER_PRIORITY, facts=facts)
         trial = fork_budget(rnd.round_budget)
         for pick in self.picks:
             take(trial, pick)
@@ -175,7 +240,8 @@ class Attempt:
                 ]
                 if low:
                     after = self.used[g] - unit.requests
-                    return f"lenderFloor Strict: {g} would drop below its min ({usage_words(after, quota.min, low)})"
+                    usage = usage_words(after, quota.min, low)
+                    return Refusal(code=LENDER_FLOOR_STRICT, subject=g, facts={"usage": usage})
         elif args.lender_floor == "NetGain":
             created = self._shortfall_created(unit)
             worse = [r for r in contested if created[r] >= self.pod.requests[r]]
@@ -183,7 +249,7 @@ class Attempt:
                 detail = ", ".join(
                     f"{r} {format_units(r, created[r])} ≥ {format_units(r, self.pod.requests[r])}" for r in worse
                 )
-                return f"lenderFloor NetGain: the shortfall it creates is not smaller than the one it fixes ({detail})"
+                return Refusal(code=LENDER_FLOOR_NET_GAIN, facts={"detail": detail})
         return None
 
     def _shortfall_created(self, unit: Unit) -> Resources:
@@ -277,7 +343,7 @@ def serve(rnd: Round, group: str, pod: Pod) -> None:
     if not need:
         # Room exists: it waits for another reason (affinity, fragmentation). Hold the room for it.
         ledger.admit(group, pod.requests)
-        _skip_pending(rnd, pod, "fits in free capacity: pending for another reason (affinity, taints, fragmentation)")
+        rnd.skip_pending(pod, Refusal(code=FITS_IN_FREE_CAPACITY))
         return
     quota = rnd.tree.groups[group]
     attempt = Attempt(rnd=rnd, group=group, pod=pod, need=need, used=dict(ledger.used))
@@ -290,7 +356,7 @@ def serve(rnd: Round, group: str, pod: Pod) -> None:
     count = sum(len(u.pods) for u in attempt.picks)
     cap = rnd.args.max_evictions_per_round
     if rnd.evicted + count > cap:
-        rnd.stopped = f"maxEvictionsPerRound {cap} reached"
+        rnd.stopped = max_evictions_per_round(cap)
         rnd.result.unreclaimable.append(
             f"{pod.key} (quota {group}): deferred: its {count} victim(s) would exceed maxEvictionsPerRound {cap} "
             f"({rnd.evicted} already planned); a victim set is never committed in part"
@@ -318,11 +384,11 @@ def serve(rnd: Round, group: str, pod: Pod) -> None:
 def _unreclaimable(attempt: Attempt, wanted: str) -> str:
     freed = total(u.requests for u in attempt.picks)
     covered = describe(freed, attempt.contested)
-    kinds: dict[str, list[str]] = {"lender granularity": [], "PDB": [], "limits": [], "policy": [], "tree": []}
+    kinds: dict[str, list[str]] = {kind: [] for kind in _KIND_ORDER}
     for key, why in sorted(attempt.unit_refusals.items()):
-        kinds[_kind(why)].append(f"{key}: {why}")
+        kinds[_KINDS.get(why.code, "policy")].append(f"{key}: {why}")
     for lender, why in sorted(attempt.group_refusals.items()):
-        kinds["tree" if "quota" in why else "limits"].append(f"{lender}: {why}")
+        kinds[_KINDS.get(why.code, "limits")].append(f"{lender}: {why}")
     blocked = "; ".join(f"{kind} — {' | '.join(items[:3])}" for kind, items in kinds.items() if items)
     if not blocked:
         blocked = "no other group borrows the contested resources"
@@ -332,14 +398,31 @@ def _unreclaimable(attempt: Attempt, wanted: str) -> str:
     )
 
 
-def _kind(reason: str) -> str:
-    if reason.startswith("lenderFloor"):
-        return "lender granularity"
-    if "PodDisruptionBudget" in reason:
-        return "PDB"
-    if reason.startswith(("limit ", "maxEvictions", "lender cooldown", "backoff")):
-        return "limits"
-    return "policy"
+# How the unreclaimable summary groups refusals, in its order. A victim's refusal of no other kind
+# is "policy" (eligibility, opt-outs, reclaimPolicy); a lender's is "limits".
+_KIND_ORDER = ("lender granularity", "PDB", "limits", "policy", "tree")
+_KINDS: Mapping[str, str] = {
+    LENDER_FLOOR_STRICT: "lender granularity",
+    LENDER_FLOOR_NET_GAIN: "lender granularity",
+    **dict.fromkeys((MULTIPLE_PDBS, PDB_NOT_OBSERVED, PDB_EXHAUSTED), "PDB"),
+    **dict.fromkeys(
+        (
+            MAX_EVICTIONS_PER_CYCLE,
+            MAX_EVICTIONS_PER_NODE,
+            MAX_EVICTIONS_PER_NAMESPACE,
+            WORKLOAD_COOLDOWN,
+            WORKLOAD_RATE_LIMITED,
+            MAX_MIGRATING_PER_WORKLOAD,
+            MAX_UNAVAILABLE_PER_WORKLOAD,
+            MAX_EVICTIONS_PER_LENDER,
+            LENDER_COOLDOWN,
+            RECLAIM_BACKOFF,
+        ),
+        "limits",
+    ),
+    LENDER_NOT_BORROWING: "tree",
+    BRANCH_AT_MIN: "tree",
+}
 
 
 def reclaim_guarantees(rnd: Round) -> None:

@@ -1,4 +1,9 @@
-"""One QuotaReclaim round: the shared accounting, eligibility of victims, and committing them."""
+"""One QuotaReclaim round: the shared accounting, eligibility of victims, and committing them.
+
+Every "no" of the strategy is a `Refusal`: the codes of the rules that hold for a whole round are
+defined here (`static_refusal`), those of the pacing, reclaim and over-max rules in their modules.
+A gang's refusal is one member's, said of it with `Refusal.within(pod key)`.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ from dataclasses import dataclass, field
 
 from descheduler.budget import EvictionBudget
 from descheduler.eligibility import hard_refusal
-from descheduler.model import LABEL_QUOTA_PREEMPTIBLE
+from descheduler.model import LABEL_QUOTA_PREEMPTIBLE, Pod
 from descheduler.plan import Migration, PodKey, QuotaRef, Skip
 from descheduler.policy import QuotaReclaimArgs
+from descheduler.refusal import Refusal, define
 from descheduler.strategy import PlanContext, StrategyResult
 from strategies.quota.accounting import Ledger
 from strategies.quota.pacing import Pacing
@@ -19,6 +25,31 @@ from strategies.quota.units import Unit
 
 STRATEGY = "QuotaReclaim"
 
+GANG_SPANS_GROUPS = define(
+    "GangSpansGroups",
+    "gang spans quota groups ({groups}); it moves whole or not at all",
+    brief="gang spans quota groups",
+)
+QUOTA_SKIPPED = define("QuotaSkipped", "quota {subject} is skipped: {why}", brief="quota {subject} is skipped")
+NOT_PREEMPTIBLE = define("NotPreemptible", LABEL_QUOTA_PREEMPTIBLE + "=false")
+ALREADY_MOVING = define("AlreadyMoving", "already being moved")
+NODE_UNUSABLE = define(
+    "NodeUnusable",
+    "on node {subject}, which is cordoned, not ready or outside the nodeSelector",
+    brief="on a node that is cordoned, not ready or outside the nodeSelector",
+)
+MAX_EVICTIONS_PER_ROUND = define("MaxEvictionsPerRound", "maxEvictionsPerRound {limit} reached")
+MAX_EVICTIONS_PER_LENDER = define(
+    "MaxEvictionsPerLender",
+    lambda r: (
+        f"maxEvictionsPerLender {r.facts['limit']}: {r.subject} cannot give {r.facts['pods']} more pod(s) this round"
+        if "pods" in r.facts
+        else f"maxEvictionsPerLender {r.facts['limit']} reached for {r.subject}"
+    ),
+    brief="maxEvictionsPerLender reached",
+)
+DRY_RUN = define("DryRun", "dryRun: would evict: {reason}", brief="dryRun: would evict")
+
 
 def fork_budget(budget: EvictionBudget) -> EvictionBudget:
     """A copy to try victims on without touching the original: all of its counts and limits,
@@ -26,15 +57,30 @@ def fork_budget(budget: EvictionBudget) -> EvictionBudget:
     return budget.fork()
 
 
-def budget_refusal(budget: EvictionBudget, unit: Unit) -> str | None:
+def budget_refusal(budget: EvictionBudget, unit: Unit) -> Refusal | None:
     """Why the cycle limits or a PDB refuse this unit (all its pods at once), or None."""
     trial = fork_budget(budget)
     for pod in unit.pods:
         refusal = trial.refusal(pod, pod.node_name)
         if refusal is not None:
-            return refusal if len(unit.pods) == 1 else f"{pod.key}: {refusal}"
+            return _of_member(unit, pod, refusal)
         trial.take(pod, pod.node_name)
     return None
+
+
+def max_evictions_per_lender(lender: str, limit: int, pods: int | None = None) -> Refusal:
+    """The lender gave `limit` pods this round (or cannot give `pods` more)."""
+    facts: dict[str, int] = {"limit": limit} if pods is None else {"limit": limit, "pods": pods}
+    return Refusal(code=MAX_EVICTIONS_PER_LENDER, subject=lender, facts=facts)
+
+
+def max_evictions_per_round(limit: int) -> Refusal:
+    return Refusal(code=MAX_EVICTIONS_PER_ROUND, facts={"limit": limit})
+
+
+def _of_member(unit: Unit, pod: Pod, refusal: Refusal) -> Refusal:
+    """A refusal of one pod, said of that pod when it is a member of a gang."""
+    return refusal if len(unit.pods) == 1 else refusal.within(pod.key)
 
 
 def take(budget: EvictionBudget, unit: Unit) -> None:
@@ -58,7 +104,7 @@ class Round:
     per_lender: Counter[str] = field(default_factory=Counter)
     victims: set[str] = field(default_factory=set)  # pod keys planned this round
     skips: dict[str, Skip] = field(default_factory=dict)
-    stopped: str | None = None
+    stopped: Refusal | None = None  # why no more victims are planned this round
 
     def __post_init__(self) -> None:
         if self.budget is None:
@@ -69,31 +115,46 @@ class Round:
         assert self.budget is not None
         return self.budget
 
-    def static_refusal(self, unit: Unit, need_usable_node: bool) -> str | None:
+    def static_refusal(self, unit: Unit, need_usable_node: bool) -> Refusal | None:
         """Rules that do not change within a round: evictor hard rules, opt-outs, moves in flight."""
         if len(unit.groups) > 1 or not unit.groups[0]:
             names = ", ".join(g or "unmanaged" for g in unit.groups)
-            return f"gang spans quota groups ({names}); it moves whole or not at all"
+            return Refusal(code=GANG_SPANS_GROUPS, facts={"groups": names})
         if not self.tree.trusted(unit.group):
-            return f"quota {unit.group} is skipped: {self.tree.untrusted.get(unit.group, 'unknown quota')}"
+            return self.quota_skipped(unit.group)
         for pod in unit.pods:
-            prefix = f"{pod.key}: " if len(unit.pods) > 1 else ""
-            hard = hard_refusal(pod)
-            if hard is not None:
-                return prefix + hard
-            if pod.labels.get(LABEL_QUOTA_PREEMPTIBLE, "").strip().lower() == "false":
-                return prefix + f"{LABEL_QUOTA_PREEMPTIBLE}=false"
-            if pod.key in self.ctx.moving or pod.key in self.victims:
-                return prefix + "already being moved"
-            if pod.node_name not in self.usable_nodes and need_usable_node:
-                return prefix + f"on node {pod.node_name}, which is cordoned, not ready or outside the nodeSelector"
+            refusal = self._pod_refusal(pod, need_usable_node)
+            if refusal is not None:
+                return _of_member(unit, pod, refusal)
         return None
 
-    def skip(self, unit: Unit, reason: str) -> None:
+    def quota_skipped(self, group: str) -> Refusal:
+        """The tree does not trust this group: no victims from it, no reclaim for it."""
+        return Refusal(
+            code=QUOTA_SKIPPED, subject=group, facts={"why": self.tree.untrusted.get(group, "unknown quota")}
+        )
+
+    def _pod_refusal(self, pod: Pod, need_usable_node: bool) -> Refusal | None:
+        hard = hard_refusal(pod)
+        if hard is not None:
+            return hard
+        if pod.labels.get(LABEL_QUOTA_PREEMPTIBLE, "").strip().lower() == "false":
+            return Refusal(code=NOT_PREEMPTIBLE)
+        if pod.key in self.ctx.moving or pod.key in self.victims:
+            return Refusal(code=ALREADY_MOVING)
+        if pod.node_name not in self.usable_nodes and need_usable_node:
+            return Refusal(code=NODE_UNUSABLE, subject=pod.node_name)
+        return None
+
+    def skip(self, unit: Unit, refusal: Refusal) -> None:
         for pod in unit.pods:
             self.skips.setdefault(
-                pod.key, Skip(pod=PodKey.of(pod), reason=reason, strategy=STRATEGY, node=pod.node_name)
+                pod.key, Skip(pod=PodKey.of(pod), refusal=refusal, strategy=STRATEGY, node=pod.node_name)
             )
+
+    def skip_pending(self, pod: Pod, refusal: Refusal) -> None:
+        """A pending pod this round does not reclaim for."""
+        self.skips.setdefault(pod.key, Skip(pod=PodKey.of(pod), refusal=refusal, strategy=STRATEGY))
 
     def commit(self, units: Iterable[Unit], reason: str, serves: PodKey | None) -> list[str]:
         """Plan the eviction of these units (or, under dryRun, report them); update the accounting."""
@@ -110,7 +171,7 @@ class Round:
                 if self.args.dry_run:
                     self.skips[pod.key] = Skip(
                         pod=PodKey.of(pod),
-                        reason=f"dryRun: would evict: {reason}{gang}",
+                        refusal=Refusal(code=DRY_RUN, facts={"reason": reason + gang}),
                         strategy=STRATEGY,
                         node=pod.node_name,
                     )

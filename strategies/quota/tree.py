@@ -90,6 +90,11 @@ def describe(vector: Mapping[str, int], names: Iterable[str] | None = None) -> s
     return ", ".join(f"{r} {format_units(r, vector.get(r, 0))}" for r in keys)
 
 
+def usage_words(used: Mapping[str, int], bound: Mapping[str, int], resources: list[str]) -> str:
+    """ "cpu 3/2, memory 1Gi/4Gi": used against a bound (min or max) per resource."""
+    return ", ".join(f"{r} {format_units(r, used.get(r, 0))}/{format_units(r, bound.get(r, 0))}" for r in resources)
+
+
 def _object_name(quota: ElasticQuota) -> str:
     return f"{quota.api_group} {quota.namespace}/{quota.name}"
 

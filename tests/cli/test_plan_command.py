@@ -52,6 +52,13 @@ def test_demo_plan_says_why_pods_were_not_moved(demo_json: dict[str, object]) ->
     assert "bare pod" in reasons["debug-shell"]
 
 
+def test_demo_plan_names_the_rule_behind_each_skip(demo_json: dict[str, object]) -> None:
+    codes = {s["pod"]["name"]: s["code"] for s in demo_json["skipped"]}  # type: ignore[attr-defined,index]
+    assert codes["node-agent-a"] == "DaemonSetPod"
+    assert codes["cache-0"] == "MinReplicas"
+    assert codes["debug-shell"] == "BarePod"
+
+
 def test_every_format_carries_the_same_plan(demo_json: dict[str, object]) -> None:
     as_yaml = run("plan", "--demo", "-o", "yaml")
     assert yaml.safe_load(as_yaml.stdout) == demo_json
@@ -72,6 +79,9 @@ def test_json_plan_follows_the_contract(demo_json: dict[str, object]) -> None:
     assert 0 <= node["usage"]["cpu"] <= 1
     move = demo_json["migrations"][0]  # type: ignore[index]
     assert set(move) >= {"pod", "strategy", "sourceNode", "targetNode", "mode", "reason", "usage"}
+    assert "code" not in move  # a move's reason explains it; only a refusal has a code
+    skip = demo_json["skipped"][0]  # type: ignore[index]
+    assert set(skip) >= {"pod", "reason", "code"}
     assert demo_json["summary"]["migrations"] == len(demo_json["migrations"])  # type: ignore[arg-type,index]
 
 

@@ -1,4 +1,4 @@
-"""Which pods may ever be moved (lownodeload.md §2), each rule with its reason."""
+"""Which pods may ever be moved (lownodeload.md §2), each rule a refusal code with its words."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import yaml
 
 from descheduler.eligibility import eviction_refusal
 from descheduler.policy import EvictorArgs, parse_policy
+from descheduler.refusal import Refusal
 from tests.builders import NOW, Obj, node, pod, snapshot, workload
 
 POLICY = {"apiVersion": "descheduler.dev/v1alpha1", "kind": "DeschedulerPolicy"}
@@ -21,12 +22,18 @@ def evictor(**fields: Any) -> EvictorArgs:
     return parse_policy(yaml.safe_dump({**POLICY, "evictor": fields})).evictor
 
 
-def refusal(target: Obj, *others: Obj, **fields: Any) -> str | None:
-    """Why the evictor refuses `target` (with two replicas of its workload unless others are given)."""
+def refused(target: Obj, *others: Obj, **fields: Any) -> Refusal | None:
+    """The evictor's refusal of `target` (with two replicas of its workload unless others are given)."""
     objs = [node("n1"), target, *(others or [pod("sibling", "n1")])]
     snap = snapshot(objs)
     name = target["metadata"]["name"]
     return eviction_refusal(next(p for p in snap.pods if p.name == name), snap, evictor(**fields))
+
+
+def refusal(target: Obj, *others: Obj, **fields: Any) -> str | None:
+    """Why the evictor refuses `target`, in words."""
+    found = refused(target, *others, **fields)
+    return None if found is None else str(found)
 
 
 def test_an_ordinary_replicated_pod_may_move() -> None:
@@ -34,18 +41,20 @@ def test_an_ordinary_replicated_pod_may_move() -> None:
 
 
 @pytest.mark.parametrize(
-    ("target", "expected"),
+    ("target", "code", "expected"),
     [
-        (pod("p", "n1", owner="agent", owner_kind="DaemonSet"), "daemonset pod"),
-        (pod("p", "n1", annotations={"kubernetes.io/config.mirror": "x"}), "mirror pod"),
-        (pod("p", "n1", annotations={"kubernetes.io/config.source": "file"}), "static pod"),
-        (pod("p", "n1", deleting=True), "pod is being deleted"),
-        (pod("p", "n1", phase="Succeeded"), "pod has finished (Succeeded)"),
-        (pod("p", "n1", phase="Failed"), "pod has finished (Failed)"),
-        (pod("p", "n1", annotations={NEVER: "2147483647"}), "eviction cost is 2147483647 (never evict)"),
+        (pod("p", "n1", owner="agent", owner_kind="DaemonSet"), "DaemonSetPod", "daemonset pod"),
+        (pod("p", "n1", annotations={"kubernetes.io/config.mirror": "x"}), "MirrorPod", "mirror pod"),
+        (pod("p", "n1", annotations={"kubernetes.io/config.source": "file"}), "StaticPod", "static pod"),
+        (pod("p", "n1", deleting=True), "PodDeleting", "pod is being deleted"),
+        (pod("p", "n1", phase="Succeeded"), "PodFinished", "pod has finished (Succeeded)"),
+        (pod("p", "n1", phase="Failed"), "PodFinished", "pod has finished (Failed)"),
+        (pod("p", "n1", annotations={NEVER: "2147483647"}), "NeverEvict", "eviction cost is 2147483647 (never evict)"),
     ],
 )
-def test_hard_rules_hold_even_with_the_evict_annotation(target: Obj, expected: str) -> None:
+def test_hard_rules_hold_even_with_the_evict_annotation(target: Obj, code: str, expected: str) -> None:
+    found = refused(target)
+    assert found is not None and found.code == code
     assert refusal(target) == expected
     target["metadata"]["annotations"][EVICT] = "true"
     assert refusal(target) == expected
@@ -58,31 +67,37 @@ PVC = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
 
 
 @pytest.mark.parametrize(
-    ("target", "switch", "expected"),
+    ("target", "switch", "code", "expected"),
     [
         (
             pod("p", "n1", owner=None),
             {"evictBarePods": True},
+            "BarePod",
             "bare pod: no controller would recreate it (evictBarePods is off)",
         ),
         (
             pod("p", "n1", priority=2_000_000_000),
             {"evictSystemCriticalPods": True},
+            "SystemCritical",
             "system-critical pod (evictSystemCriticalPods is off)",
         ),
         (
             pod("p", "n1", volumes=EMPTY_DIR),
             {"evictLocalStoragePods": True},
+            "LocalStorage",
             "uses local storage (emptyDir/hostPath; evictLocalStoragePods is off)",
         ),
         (
             pod("p", "n1", volumes=HOST_PATH),
             {"evictLocalStoragePods": True},
+            "LocalStorage",
             "uses local storage (emptyDir/hostPath; evictLocalStoragePods is off)",
         ),
     ],
 )
-def test_switchable_rules(target: Obj, switch: dict[str, bool], expected: str) -> None:
+def test_switchable_rules(target: Obj, switch: dict[str, bool], code: str, expected: str) -> None:
+    found = refused(target)
+    assert found is not None and found.code == code
     assert refusal(target) == expected
     assert refusal(target, **switch) is None
 
