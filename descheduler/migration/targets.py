@@ -8,12 +8,11 @@ from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
 import msgspec
-import numpy as np
 
 from descheduler.model import MigrationJob, Pod, Reservation
 from descheduler.policy import SchedulingArgs
-from descheduler.scheduling import ClusterView, best_node, build_table, feasible
-from descheduler.scheduling.table import METRIC_NONE
+from descheduler.scheduling import ClusterView, best_node, build_table, refusal
+from descheduler.scheduling.table import METRIC_NONE, shift_load
 from descheduler.snapshot import Snapshot
 
 
@@ -64,7 +63,7 @@ class Placement:
             elif planned in cooling:
                 planned_why = f"planned target {planned} was a source within the cooldown"
             else:
-                reason = feasible(incoming, planned, self.view)
+                reason = refusal(incoming, planned, self.view)
                 if reason is None:
                     return Target(planned)
                 planned_why = f"planned target {planned}: {reason}"
@@ -93,12 +92,5 @@ class Placement:
         """Count the pod's requests and expected load on `node` for the rest of the pass."""
         table = self.view.table
         row = table.index.get(node)
-        if row is None:
-            return
-        load = table.load_of(pod)
-        incoming = np.maximum(load.usage, load.estimate)
-        self.view.requested[row] += load.requests
-        self.view.estimated[row] += incoming
-        self.view.aggregated[row] += incoming
-        if load.prod:
-            self.view.prod_estimated[row] += incoming
+        if row is not None:
+            shift_load(self.view, row, table.load_of(pod), 1)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +23,7 @@ from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, NodeUsage, Pod,
 from descheduler.policy import SchedulingArgs
 from descheduler.priority import is_prod
 from descheduler.resources import Resources
-from descheduler.scheduling.estimator import DEFAULT_CPU_MILLI, DEFAULT_MEMORY_BYTES, estimate
+from descheduler.scheduling.estimator import estimate_matrix
 from descheduler.snapshot import Snapshot
 
 IntArray = npt.NDArray[np.int64]
@@ -44,6 +44,35 @@ class PodLoad:
     estimate: IntArray
     has_metric: bool
     prod: bool
+
+
+class LoadArrays(Protocol):
+    """Per-node sums a pod's load counts in: the node table's, or a view's over it."""
+
+    requested: IntArray
+    usage: IntArray
+    prod_usage: IntArray
+    estimated: IntArray
+    prod_estimated: IntArray
+    aggregated: IntArray
+
+
+def shift_load(arrays: LoadArrays, row: int, load: PodLoad, sign: int, *, requests: bool = True) -> None:
+    """How a pod's load lands on (`sign` 1) or leaves (-1) node `row` (scheduling-core.md §4).
+
+    Landing, it adds its measured usage to `usage` and max(usage, estimate) to the estimated and
+    aggregated sums, since the node's metrics cannot show it yet; leaving, it takes away the usage
+    it was measured at. A prod pod counts in the prod sums too. `requests`: whether its requests
+    move as well (a pod whose move is in flight still holds them on its source)."""
+    landed = np.maximum(load.usage, load.estimate) if sign > 0 else load.usage
+    if requests:
+        arrays.requested[row] += sign * load.requests
+    arrays.usage[row] += sign * load.usage
+    arrays.estimated[row] += sign * landed
+    arrays.aggregated[row] += sign * landed
+    if load.prod:
+        arrays.prod_usage[row] += sign * load.usage
+        arrays.prod_estimated[row] += sign * landed
 
 
 @dataclass(slots=True)
@@ -132,8 +161,8 @@ class NodeTable:
 
     def reservation_estimate(self, reservation: Reservation) -> IntArray:
         """What the estimator expects of the pod a Reservation stands in for (its node already counts it)."""
-        factors = self.args.estimated_scaling_factors
-        row: IntArray = self.vector(estimate(reservation.resources, reservation.resources, factors))
+        held = self.vector(reservation.resources)[None]
+        row: IntArray = estimate_matrix(held, held, self.args.estimated_scaling_factors, self.column)[0]
         return row
 
     def load_of(self, pod: Pod) -> PodLoad:
@@ -318,19 +347,8 @@ def _rows(table: NodeTable, vectors: list[dict[str, int]], names: Sequence[str])
 
 
 def _estimate_matrix(table: NodeTable, requests: IntArray, limits: IntArray) -> IntArray:
-    """`estimator.estimate` for every row at once."""
-    out = np.zeros_like(requests)
-    for name, factor in table.args.estimated_scaling_factors.items():
-        col = table.column.get(name)
-        if col is None:
-            continue
-        request, limit = requests[:, col], limits[:, col]
-        quantity = np.where(limit > request, limit, request)
-        value = (quantity * factor + 50) // 100
-        value = np.where(limit > 0, np.minimum(value, limit), value)
-        default = {"cpu": DEFAULT_CPU_MILLI, "memory": DEFAULT_MEMORY_BYTES}.get(name, 0)
-        out[:, col] = np.where(quantity == 0, default, value)
-    return out
+    """The estimator (scheduling-core.md §4) over the table's columns, every row at once."""
+    return estimate_matrix(requests, limits, table.args.estimated_scaling_factors, table.column)
 
 
 def _pod_load(table: NodeTable, pod: Pod) -> PodLoad:
@@ -446,12 +464,8 @@ def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
         if not job.active or pod is None or pod.deleting or pod.terminal or pod.node_name not in table.index:
             continue
         load = table.load_of(pod)
-        source = table.index[pod.node_name]
-        table.usage[source] -= load.usage
-        table.estimated[source] -= load.usage
-        if load.prod:
-            table.prod_usage[source] -= load.usage
-            table.prod_estimated[source] -= load.usage
+        # Its load is leaving; its requests stay until the pod is gone.
+        shift_load(table, table.index[pod.node_name], load, -1, requests=False)
         target = table.index.get(job.target_node)
         if target is not None and not any(
             r.holds_room and r.node_name == job.target_node and r.owned_by(pod) for r in snapshot.reservations
@@ -461,3 +475,4 @@ def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
             table.estimated[target] += incoming
     np.maximum(table.usage, 0, out=table.usage)
     np.maximum(table.estimated, 0, out=table.estimated)
+    np.maximum(table.aggregated, 0, out=table.aggregated)

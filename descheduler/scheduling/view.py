@@ -1,11 +1,10 @@
-"""A cheap overlay of the node table that lets a planner assume moves (scheduling-core.md §6)."""
+"""A cheap overlay of the node table that lets a planner assume moves (scheduling-core.md §6); the
+load a move carries is counted by `table.shift_load`, as the table counts moves in flight."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from descheduler.model import Pod
-from descheduler.scheduling.table import IntArray, NodeTable
+from descheduler.scheduling.table import IntArray, NodeTable, shift_load
 
 
 class ClusterView:
@@ -46,50 +45,17 @@ class ClusterView:
     def move(self, pod: Pod, target: str) -> None:
         """Assume `pod` leaves its node for `target`: requests and load follow it."""
         table = self.table
-        source_row = table.index[self.node_of(pod)]
-        target_row = table.index[target]
         load = table.load_of(pod)
-        incoming = np.maximum(load.usage, load.estimate)
-        self.requested[source_row] -= load.requests
-        self.requested[target_row] += load.requests
-        self.usage[source_row] -= load.usage
-        self.usage[target_row] += load.usage
-        self.estimated[source_row] -= load.usage
-        self.estimated[target_row] += incoming
-        self.aggregated[source_row] -= load.usage
-        self.aggregated[target_row] += incoming
-        if load.prod:
-            self.prod_usage[source_row] -= load.usage
-            self.prod_usage[target_row] += load.usage
-            self.prod_estimated[source_row] -= load.usage
-            self.prod_estimated[target_row] += incoming
+        shift_load(self, table.index[self.node_of(pod)], load, -1)
+        shift_load(self, table.index[target], load, 1)
         self.location[pod.key] = target
 
     def place(self, pod: Pod, node: str) -> None:
         """Assume a pod that runs nowhere yet now runs on `node`: its requests and estimate count there."""
-        table = self.table
-        row = table.index[node]
-        load = table.load_of(pod)
-        incoming = np.maximum(load.usage, load.estimate)
-        self.requested[row] += load.requests
-        self.usage[row] += load.usage
-        self.estimated[row] += incoming
-        self.aggregated[row] += incoming
-        if load.prod:
-            self.prod_usage[row] += load.usage
-            self.prod_estimated[row] += incoming
+        shift_load(self, self.table.index[node], self.table.load_of(pod), 1)
         self.location[pod.key] = node
 
     def remove(self, pod: Pod) -> None:
         """Assume `pod` is gone (evicted with no destination, e.g. quota reclaim)."""
-        table = self.table
-        row = table.index[self.node_of(pod)]
-        load = table.load_of(pod)
-        self.requested[row] -= load.requests
-        self.usage[row] -= load.usage
-        self.estimated[row] -= load.usage
-        self.aggregated[row] -= load.usage
-        if load.prod:
-            self.prod_usage[row] -= load.usage
-            self.prod_estimated[row] -= load.usage
+        shift_load(self, self.table.index[self.node_of(pod)], self.table.load_of(pod), -1)
         self.location[pod.key] = ""

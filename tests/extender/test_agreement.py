@@ -1,4 +1,4 @@
-"""The extender decides what the scheduling core decides, and words each refusal as the scalar predicates do."""
+"""The extender decides what the scheduling core decides, and refuses each node for the reason the core gives it."""
 
 from __future__ import annotations
 
@@ -8,18 +8,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from descheduler.extender.decisions import (
-    AFFINITY,
-    ANTI_AFFINITY,
-    CORDONED,
-    NOT_READY,
-    NodeFacts,
-    extender_scores,
-    filter_rows,
-    steering,
-)
+from descheduler.extender.decisions import STEERED, NodeFacts, extender_scores, filter_rows, steering
 from descheduler.model import Pod
-from descheduler.scheduling import ClusterView, build_table, feasible, feasible_mask, scores
+from descheduler.scheduling import ClusterView, build_table, feasible_mask, refusal, scores
+from descheduler.scheduling.predicates import for_scheduler
 from tests.builders import loaded_node, node, pod, reservation, snapshot
 
 from .conftest import scheduling_args
@@ -96,32 +88,9 @@ def clusters(draw: st.DrawFn) -> list[Obj]:
     return objs
 
 
-def _category(scalar: str) -> str:
-    """The extender's wording for the reason the scalar predicates give."""
-    if scalar.endswith("is not Ready"):
-        return NOT_READY
-    if scalar.endswith("is cordoned (unschedulable)"):
-        return CORDONED
-    if scalar.startswith(("nodeSelector", "required node affinity")):
-        return AFFINITY
-    if scalar.startswith("taint "):
-        return scalar
-    if scalar.startswith("insufficient "):
-        return scalar.split(":", 1)[0]
-    if scalar.startswith("pod anti-affinity"):
-        return ANTI_AFFINITY.format(keys="zone")
-    if scalar.startswith("node metric expired"):
-        return "node metric expired (older than 180s)"
-    basis, _, rest = scalar.partition("usage: ")
-    resource, _, threshold = rest.partition(" would reach ")
-    percent = threshold.rsplit("threshold ", 1)[1]
-    what = "prod " if basis.startswith("prod") else ""
-    return f"load-aware: estimated {what}{resource} usage would exceed {percent.removesuffix('%')} percent"
-
-
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.sampled_from([{}, {"usageThresholds": {"cpu": 40}}, {"prodUsageThresholds": {"cpu": 30}}]))
-def test_the_filter_matches_the_core_and_the_scalar_reasons(objs: list[Obj], args: dict[str, Any]) -> None:
+def test_the_filter_matches_the_core_and_its_reasons(objs: list[Obj], args: dict[str, Any]) -> None:
     snap = snapshot(objs)
     view = ClusterView(build_table(snap, scheduling_args(**args)))
     incoming: Pod = next(p for p in snap.pods if p.name == "incoming")
@@ -135,17 +104,20 @@ def test_the_filter_matches_the_core_and_the_scalar_reasons(objs: list[Obj], arg
     expected = core & targets if (core & targets).any() else core
     assert decision.passed.tolist() == expected.tolist()
 
-    for row in np.flatnonzero(~decision.passed):
-        said = decision.reasons[decision.reason[row]]
-        scalar = feasible(incoming, table.names[row], view)
-        if scalar is None:  # feasible, but the pod was steered to its reservation
+    for refused in np.flatnonzero(~decision.passed).tolist():
+        row = refused
+        said = decision.refusals[decision.reason[row]]
+        core_says = refusal(incoming, table.names[row], view)
+        if core_says is None:  # feasible, but the pod was steered to its reservation
             assert decision.steered == decision.reason[row]
-            assert said.startswith("the pod's Reservation ")
-        elif said.endswith(HELD):
-            # Said only when the room other pods' reservations hold is what is missing.
-            assert said.removesuffix(HELD) == _category(scalar) and "held by reservations" in scalar, (scalar, said)
+            assert said.code == STEERED
         else:
-            assert said == _category(scalar), (scalar, said)
+            # The same rule and subject; nodes refused alike share one text, the core's refusal's.
+            assert (said.code, said.subject) == (core_says.code, core_says.subject), (said, core_says)
+            assert decision.reasons[decision.reason[row]] == for_scheduler(core_says)
+            if decision.reasons[decision.reason[row]].endswith(HELD):
+                # Said only when the room other pods' reservations hold is what is missing.
+                assert "held by reservations" in str(core_says)
 
     ext = extender_scores(incoming, view, rows)
     core_scores = scores(incoming, view)

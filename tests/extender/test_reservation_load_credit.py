@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from descheduler.policy import default_policy
-from descheduler.scheduling import ClusterView, best_node, build_table, feasible, feasible_mask
+from descheduler.scheduling import ClusterView, best_node, build_table, feasible_mask, refusal
 from descheduler.scheduling.predicates import owned_reservations
 from tests.builders import loaded_node, pod, reservation, snapshot
 
@@ -28,7 +28,7 @@ def test_the_owner_of_a_reservation_passes_the_load_filter_on_its_node() -> None
     owned = owned_reservations(owner, view)
     assert [r.name for r in owned] == ["r1"]
     assert feasible_mask(owner, view, owned=owned).tolist() == [True]
-    assert feasible(owner, "n1", view) is None
+    assert refusal(owner, "n1", view) is None
     assert best_node(owner, view).node == "n1"
 
 
@@ -36,4 +36,4 @@ def test_a_pod_without_the_reservation_sees_its_estimate_as_load() -> None:
     view = _view(_cluster())
     stranger = next(p for p in view.table.snapshot.pods if p.name == "stranger")
     assert feasible_mask(stranger, view).tolist() == [False]
-    assert feasible(stranger, "n1", view) == "usage: cpu would reach 80% > threshold 65%"
+    assert str(refusal(stranger, "n1", view)) == "usage: cpu would reach 80% > threshold 65%"

@@ -373,7 +373,7 @@ def test_node_fit_true_checks_scheduling_predicates() -> None:
     objs = [*HOT, *loaded_node("tainted", [], taints=[TAINT])]
     result = plan(objs, lnl_policy())
     assert moves(result) == []
-    assert skips(result)["a"] == "no feasible low node: 0/1 nodes fit: 1 taint dedicated=gpu"
+    assert skips(result)["a"] == "no feasible low node: 0/1 nodes fit: 1 taint dedicated=gpu:NoSchedule not tolerated"
 
 
 def test_node_fit_false_skips_predicates_and_plans_evict_directly() -> None:
@@ -388,7 +388,7 @@ def test_node_fit_false_keeps_the_load_check() -> None:
     objs = [*HOT, *loaded_node("tainted", [], taints=[TAINT])]
     result = plan(objs, lnl_policy(nodeFit=False, scheduling={"usageThresholds": {"cpu": 10}}))
     assert moves(result) == []
-    assert skips(result)["a"] == "no feasible low node: 0/1 nodes fit: 1 usage"
+    assert skips(result)["a"] == "no feasible low node: 0/1 nodes fit: 1 cpu usage over threshold"
 
 
 # --- limits and PDBs ----------------------------------------------------------------------

@@ -12,10 +12,21 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from descheduler.model import Pod
+from descheduler.model import Node, Pod
 from descheduler.policy import parse_policy
 from descheduler.quantity import to_units
-from descheduler.scheduling import ClusterView, best_node, build_table, estimate, feasible, feasible_mask, score, scores
+from descheduler.refusal import Refusal
+from descheduler.scheduling import (
+    ClusterView,
+    best_node,
+    build_table,
+    estimate,
+    feasible_mask,
+    predicates,
+    refusal,
+    score,
+    scores,
+)
 from descheduler.snapshot import Snapshot
 from tests.builders import (
     NOW,
@@ -43,9 +54,15 @@ def the_pod(snap: Snapshot, name: str) -> Pod:
     return next(p for p in snap.pods if p.name == name)
 
 
+def why(pod: Pod, node_name: str, view: ClusterView, node_fit: bool = True) -> str | None:
+    """The words of the pod's refusal on the node, None when it fits."""
+    found = refusal(pod, node_name, view, node_fit)
+    return None if found is None else str(found)
+
+
 def reason(objects: list[Obj], pod_name: str, node_name: str, **scheduling: Any) -> str | None:
     snap, view = view_of(objects, **scheduling)
-    return feasible(the_pod(snap, pod_name), node_name, view)
+    return why(the_pod(snap, pod_name), node_name, view)
 
 
 # --- requests, QoS, quantities ------------------------------------------------------------
@@ -156,7 +173,7 @@ def test_required_node_affinity_operators(expression: Obj, fits: set[str]) -> No
     objs = [*NODES_BY_ZONE, pod("p", affinity=affinity(expression))]
     snap, view = view_of(objs)
     p = the_pod(snap, "p")
-    got = {n: feasible(p, n, view) for n in ("zone-a", "no-zone", "zone-b")}
+    got = {n: why(p, n, view) for n in ("zone-a", "no-zone", "zone-b")}
     assert {n for n, r in got.items() if r is None} == fits
     assert all(r == "required node affinity does not match" for n, r in got.items() if n not in fits)
 
@@ -165,7 +182,7 @@ def test_required_node_affinity_match_fields_on_metadata_name() -> None:
     field = {"key": "metadata.name", "operator": "In", "values": ["zone-b"]}
     objs = [*NODES_BY_ZONE, pod("p", affinity=affinity(fields=[field]))]
     snap, view = view_of(objs)
-    assert [n for n in ("zone-a", "no-zone", "zone-b") if feasible(the_pod(snap, "p"), n, view) is None] == ["zone-b"]
+    assert [n for n in ("zone-a", "no-zone", "zone-b") if why(the_pod(snap, "p"), n, view) is None] == ["zone-b"]
 
 
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -245,8 +262,8 @@ def test_required_anti_affinity_on_hostname() -> None:
     objs = [node("n1"), node("n2"), pod("db-0", "n1", owner="db"), pod("p", owner="db", affinity=anti)]
     snap, view = view_of(objs)
     p = the_pod(snap, "p")
-    assert feasible(p, "n1", view) == "pod anti-affinity: default/db-0 already in kubernetes.io/hostname=n1"
-    assert feasible(p, "n2", view) is None
+    assert why(p, "n1", view) == "pod anti-affinity: default/db-0 already in kubernetes.io/hostname=n1"
+    assert why(p, "n2", view) is None
 
 
 # --- load filter --------------------------------------------------------------------------
@@ -414,7 +431,7 @@ def test_best_node_reports_why_each_node_was_refused() -> None:
     snap, view = view_of(objs)
     choice = best_node(the_pod(snap, "p"), view)
     assert choice.node is None
-    assert dict(choice.rejected) == {
+    assert {node: str(why) for node, why in choice.rejected.items()} == {
         "n1": "node n1 is cordoned (unschedulable)",
         "n2": "insufficient cpu: requests 2, free 1",
     }
@@ -537,20 +554,47 @@ LOAD_ARGS = st.fixed_dictionaries(
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.booleans(), LOAD_ARGS)
-def test_feasible_mask_equals_scalar_feasible(objs: list[Obj], node_fit: bool, load_args: dict[str, Any]) -> None:
+def test_a_node_is_refused_exactly_when_it_has_a_refusal_that_holds(
+    objs: list[Obj], node_fit: bool, load_args: dict[str, Any]
+) -> None:
     snap, view = view_of(objs, **load_args)
     incoming = the_pod(snap, "incoming")
     from descheduler.scheduling.predicates import owned_reservations
 
     owned = owned_reservations(incoming, view) if node_fit else []
     mask = feasible_mask(incoming, view, node_fit=node_fit, owned=owned)
-    scalar = np.array([feasible(incoming, n, view, node_fit) is None for n in view.table.names])
-    assert mask.tolist() == scalar.tolist()
+    found = {n: refusal(incoming, n, view, node_fit) for n in view.table.names}
+    assert mask.tolist() == [found[n] is None for n in view.table.names]
+    for name, said in found.items():
+        if said is not None:
+            _assert_holds(said, incoming, snap.node_by_name[name], node_fit)
     choice = best_node(incoming, view, node_fit=node_fit)
-    assert (choice.node is None) == (not scalar.any())
+    assert (choice.node is None) == (not mask.any())
+    assert {n: str(r) for n, r in choice.rejected.items()} == {n: str(r) for n, r in found.items() if r is not None}
     if choice.node is not None and not any(
         r.owned_by(incoming) and r.node_name == choice.node for r in snap.reservations
     ):
         node_scores = scores(incoming, view)
-        best = max(int(node_scores[i]) for i in np.flatnonzero(scalar))
+        best = max(int(node_scores[i]) for i in np.flatnonzero(mask))
         assert choice.score == best
+
+
+def _assert_holds(said: Refusal, pod: Pod, node: Node, node_fit: bool) -> None:
+    """The refusal states a fact about this pod and node that does rule the node out (scheduling-core.md §2-3)."""
+    facts = said.facts
+    if said.code == predicates.NODE_NOT_READY:
+        assert not node.ready
+    elif said.code == predicates.NODE_CORDONED:
+        assert node.ready and node.unschedulable
+    else:
+        assert node_fit or said.code in (*predicates.LOAD_CODES, predicates.METRIC_EXPIRED_CODE), said
+        if said.code == predicates.NODE_AFFINITY and said.subject:
+            key, value = said.subject.split("=", 1)
+            assert pod.node_selector[key] == value != node.labels.get(key)
+        elif said.code == predicates.TAINT_NOT_TOLERATED:
+            taint = next(t for t in node.taints if str(t) == said.subject)
+            assert not any(t.tolerates(taint) for t in pod.tolerations)
+        elif said.code == predicates.INSUFFICIENT:
+            assert int(facts["requested"]) > int(facts["free"])
+        elif said.code in predicates.LOAD_CODES:
+            assert float(facts["percent"]) > float(facts["threshold"]) > 0
