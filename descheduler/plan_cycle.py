@@ -1,9 +1,12 @@
-"""One planning cycle: every configured strategy over one snapshot, one view, one budget."""
+"""One planning cycle: every configured strategy over one snapshot, one view, one budget.
+
+`plan_cycle` returns the `Plan` and each strategy's state for the next cycle, as a `Cycle`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,7 +31,14 @@ def _threshold_resources(policy: Policy) -> list[str]:
     return sorted(names)
 
 
-def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -> tuple[Plan, dict[str, Any]]:
+class Cycle(NamedTuple):
+    """What one planning cycle gives: the plan, and the state each strategy keeps for the next."""
+
+    plan: Plan
+    state: dict[str, Any]
+
+
+def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -> Cycle:
     """The Plan for this snapshot, and each strategy's state to pass to the next cycle."""
     state = state or {}
     table = build_table(snapshot, policy.scheduling, _threshold_resources(policy))
@@ -63,7 +73,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
         merged.unreclaimable += result.unreclaimable
         new_state[config.name] = result.state
     merged.warnings += _policy_warnings(policy, snapshot, table.metric)
-    return (
+    return Cycle(
         Plan(
             now=snapshot.now,
             nodes=tuple(merged.nodes),

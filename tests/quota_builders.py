@@ -163,3 +163,8 @@ def victims(plan: Plan) -> list[str]:
 
 def skip_reason(plan: Plan, key: str) -> str | None:
     return next((s.reason for s in plan.skipped if f"{s.pod.namespace}/{s.pod.name}" == key), None)
+
+
+def skip_code(plan: Plan, key: str) -> str | None:
+    """The code of the rule that kept this pod (namespace/name) from being a victim or being served."""
+    return next((s.code for s in plan.skipped if f"{s.pod.namespace}/{s.pod.name}" == key), None)

@@ -25,7 +25,9 @@ from tests.quota_builders import (
     pod,
     quota,
     run,
+    skip_code,
     skip_reason,
+    ts,
     victims,
 )
 
@@ -329,6 +331,18 @@ def test_pod_group_label_makes_a_gang() -> None:
     assert victims(plan) == ["team-a/job-0", "team-a/job-1"]
 
 
+def test_a_gang_member_refusal_is_said_of_that_member_for_the_whole_gang() -> None:
+    objects = gang_objects()
+    for obj in objects:
+        if obj["metadata"]["name"] == "job-1":  # type: ignore[index]
+            obj["metadata"]["labels"]["quota.scheduling.koordinator.sh/preemptible"] = "false"  # type: ignore[index]
+    plan, _ = run(objects, {"lenderFloor": "None"})
+    assert "team-a/job-0" not in victims(plan)
+    for member in ("team-a/job-0", "team-a/job-1"):
+        assert skip_code(plan, member) == "NotPreemptible"
+        assert skip_reason(plan, member) == "team-a/job-1: quota.scheduling.koordinator.sh/preemptible=false"
+
+
 def test_non_preemptible_and_daemonset_pods_are_never_victims() -> None:
     objects = two_groups()
     for obj in objects:
@@ -377,6 +391,31 @@ def test_dry_run_reports_without_planning_evictions() -> None:
     plan, _ = run(two_groups(), {"dryRun": True})
     assert victims(plan) == []
     assert (skip_reason(plan, "team-a/a-2") or "").startswith("dryRun: would evict: quota team-b below min")
+
+
+def test_dry_run_skips_carry_their_own_code() -> None:
+    plan, _ = run(two_groups(), {"dryRun": True})
+    assert skip_code(plan, "team-a/a-2") == "DryRun"
+    assert skip_code(plan, "team-b/train-7") is None  # served (in words), not refused
+
+
+def test_unreclaimable_groups_a_lender_refusal_by_its_rule_not_its_words() -> None:
+    # A lender whose name says "quota" is still held back by a limit (its cooldown), not by the tree.
+    objects = [
+        node("n1", cpu="8"),
+        quota("borrowing-quota", min={"cpu": 4}, max={"cpu": 8}),
+        quota("team-b", min={"cpu": 4}, max={"cpu": 8}),
+        *[pod(f"a-{i}", "borrowing-quota", node="n1", cpu=2, age=3600 - 60 * i) for i in range(3)],
+        *[pod(f"b-{i}", "team-b", node="n1", cpu=1) for i in range(2)],
+        pod("train-7", "team-b", cpu=2, age=600),
+    ]
+    state = {"lenderLastEviction": {"borrowing-quota": ts(NOW - timedelta(seconds=10))}}
+    plan, _ = run(objects, {"lenderCooldownSeconds": 60}, state=state)
+    assert victims(plan) == []
+    assert plan.unreclaimable[0].endswith(
+        "Why: limits — borrowing-quota: lender cooldown: borrowing-quota's previous victims were planned 10s ago "
+        "(< lenderCooldownSeconds 60)"
+    )
 
 
 def test_lender_cooldown_and_backoff_from_state() -> None:
