@@ -67,7 +67,11 @@ def replay_tokens(spent: Iterable[datetime], now: datetime, rate: float, burst: 
     return tokens
 
 
+# A replayed bucket this close to a whole token has one: its refills are sums of floats.
+_WHOLE = 1.0 - 1e-9
+
+
 def replay_wait(spent: Iterable[datetime], now: datetime, rate: float, burst: int) -> float:
     """Seconds from `now` until the replayed bucket has a whole token (0 when it has one now)."""
     tokens = replay_tokens(spent, now, rate, burst)
-    return 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate
+    return 0.0 if tokens >= _WHOLE else (1.0 - tokens) / rate

@@ -17,7 +17,7 @@ So a limit reads the same in the plan's skip and in the job's status (the contro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -25,7 +25,7 @@ from descheduler.eligibility import MIN_REPLICAS
 from descheduler.migration.objects import JobPhase
 from descheduler.policy import MigrationArgs
 from descheduler.refusal import Refusal, define
-from descheduler.tokenbucket import replay_tokens
+from descheduler.tokenbucket import replay_wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,36 +57,27 @@ class WorkloadFacts:
     ready: frozenset[str] = frozenset()  # keys of its pods that are Ready and not being deleted
 
 
-# A bucket this close to a whole token has one: replayed refills are float sums.
-_TOKEN_EPSILON = 1e-9
-
-
 POD_ALREADY_MOVING = define("PodAlreadyMoving", "another job is moving pod {subject}")
-MAX_MIGRATING_GLOBALLY = define(
-    "MaxMigratingGlobally",
-    lambda r: (
-        "maxMigratingGlobally is 0: no pod may ever move"
-        if r.facts["limit"] == 0
-        else f"{r.facts['in_flight']} jobs in flight (maxMigratingGlobally {r.facts['limit']})"
-    ),
-)
-MAX_MIGRATING_PER_NODE = define(
-    "MaxMigratingPerNode",
-    lambda r: (
-        "maxMigratingPerNode is 0: no pod may ever move"
-        if r.facts["limit"] == 0
-        else f"{r.facts['in_flight']} jobs in flight from node {r.subject} (maxMigratingPerNode {r.facts['limit']})"
-    ),
-)
-MAX_MIGRATING_PER_NAMESPACE = define(
-    "MaxMigratingPerNamespace",
-    lambda r: (
-        "maxMigratingPerNamespace is 0: no pod may ever move"
-        if r.facts["limit"] == 0
-        else f"{r.facts['in_flight']} jobs in flight in namespace {r.subject} "
-        f"(maxMigratingPerNamespace {r.facts['limit']})"
-    ),
-)
+
+
+def _in_flight_words(where: str) -> Callable[[Refusal], str]:
+    """Words of maxMigratingGlobally/PerNode/PerNamespace: 0 can never be met, else the jobs in
+    flight `where` (a template over the subject)."""
+
+    def words(refusal: Refusal) -> str:
+        option, limit = refusal.code[0].lower() + refusal.code[1:], refusal.facts["limit"]
+        if limit == 0:
+            return f"{option} is 0: no pod may ever move"
+        return f"{refusal.facts['in_flight']} jobs in flight{where.format(subject=refusal.subject)} ({option} {limit})"
+
+    return words
+
+
+MAX_MIGRATING_GLOBALLY = define("MaxMigratingGlobally", _in_flight_words(""))
+MAX_MIGRATING_PER_NODE = define("MaxMigratingPerNode", _in_flight_words(" from node {subject}"))
+MAX_MIGRATING_PER_NAMESPACE = define("MaxMigratingPerNamespace", _in_flight_words(" in namespace {subject}"))
+# The per-workload limits have two forms: resolved to 0 for the workload's size (no counts), and
+# the counts in the way now.
 MAX_MIGRATING_PER_WORKLOAD = define(
     "MaxMigratingPerWorkload",
     lambda r: (
@@ -241,18 +232,13 @@ def workload_cooldown(
 def workload_rate(workload: WorkloadFacts, moves: WorkloadMoves, args: MigrationArgs, now: datetime) -> Refusal | None:
     """objectLimiters.workload: a token bucket per workload, replayed from its jobs' start times."""
     bucket = args.object_limiters.workload
-    rate = bucket.max_migrating / bucket.duration.total_seconds()
-    tokens = replay_tokens(moves.starts, now, rate, bucket.max_migrating)
-    if tokens >= 1.0 - _TOKEN_EPSILON:
+    wait = replay_wait(moves.starts, now, bucket.max_migrating / bucket.duration.total_seconds(), bucket.max_migrating)
+    if wait <= 0:
         return None
     return Refusal(
         code=WORKLOAD_RATE_LIMITED,
         subject=workload.label,
-        facts={
-            "burst": bucket.max_migrating,
-            "duration": bucket.duration.total_seconds(),
-            "retry_after": (1.0 - tokens) / rate,
-        },
+        facts={"burst": bucket.max_migrating, "duration": bucket.duration.total_seconds(), "retry_after": wait},
     )
 
 

@@ -81,7 +81,10 @@ def test_pdb_not_yet_observed_refuses() -> None:
     stale = pdb("web", {"app": "web"}, allowed=3)
     stale["metadata"]["generation"] = 2
     b, snap = budget([pod("a", "n1"), stale])
-    assert str(b.refusal(by_name(snap, "a"), "n1")) == "PodDisruptionBudget web status is not yet observed by its controller"
+    assert (
+        str(b.refusal(by_name(snap, "a"), "n1"))
+        == "PodDisruptionBudget web status is not yet observed by its controller"
+    )
 
 
 # ------------------------------------------------------------------ the migration controller's limits
@@ -146,3 +149,60 @@ def test_the_plan_respects_the_workload_token_bucket_cooldown_and_cooling_source
     assert budget.cooling_nodes == frozenset({"b"})
     # Without migration args (a caller that only wants the cycle limits) nothing changes.
     assert EvictionBudget(policy.limits, evicted).workload_refusal(web) is None
+
+
+def test_each_limit_has_its_code() -> None:
+    b, snap = budget([pod("a", "n1"), pdb("web", {"app": "web"}, allowed=0)], maxEvictionsPerNamespace=0)
+    refusal = b.refusal(by_name(snap, "a"), "n1")
+    assert refusal is not None and (refusal.code, refusal.subject) == ("MaxEvictionsPerNamespace", "default")
+    pdb_refusal = b.pdb_refusal(by_name(snap, "a"))
+    assert pdb_refusal is not None and (pdb_refusal.code, pdb_refusal.subject) == ("PodDisruptionBudget", "web")
+    node_refusal = budget([], maxEvictionsPerNode=0)[0].node_refusal("n1")
+    assert node_refusal is not None and (node_refusal.code, node_refusal.subject) == ("MaxEvictionsPerNode", "n1")
+
+
+def test_a_fork_counts_like_its_budget_and_leaves_it_untouched() -> None:
+    from descheduler.policy import parse_policy
+    from tests.builders import NOW, snapshot
+
+    snap = snapshot([node("a"), *(pod(f"web-{i}", "a", namespace="shop") for i in range(6))], NOW)
+    policy = parse_policy(
+        "apiVersion: descheduler.dev/v1alpha1\nkind: DeschedulerPolicy\nlimits: {maxEvictionsPerNode: 5}\n"
+        "migration: {objectLimiters: {workload: {duration: 10m, maxMigrating: 2}}}\n"
+    )
+    original = EvictionBudget(policy.limits, snap, policy.migration)
+    web = list(snap.pods)
+    original.take(web[0], "a")
+    fork = original.fork()
+    # The fork knows the move planned before it: one more token of the workload's two is left.
+    assert fork.workload_refusal(web[1]) is None
+    fork.take(web[1], "a")
+    assert fork.workload_refusal(web[2]) is not None
+    assert (fork.total, fork.per_node["a"]) == (2, 2)
+    # The budget it came from did not see the fork's move.
+    assert original.workload_refusal(web[1]) is None
+    assert (original.total, original.per_node["a"]) == (1, 1)
+
+
+def test_the_plan_looks_ahead_at_max_unavailable_per_workload() -> None:
+    """Two of four pods are not Ready: with maxUnavailablePerWorkload 3, one Ready pod may move."""
+    from descheduler.policy import parse_policy
+    from tests.builders import NOW, snapshot
+
+    objs = [node("a"), *(pod(f"web-{i}", "a", namespace="shop") for i in range(2))]
+    objs += [pod(f"web-{i}", namespace="shop") for i in range(2, 4)]  # not scheduled, not Ready
+    snap = snapshot(objs, NOW)
+    policy = parse_policy(
+        "apiVersion: descheduler.dev/v1alpha1\nkind: DeschedulerPolicy\n"
+        "migration: {maxUnavailablePerWorkload: 3, maxMigratingPerWorkload: 4, "
+        "objectLimiters: {workload: {duration: 1s, maxMigrating: 9}}}\n"
+    )
+    b = EvictionBudget(policy.limits, snap, policy.migration)
+    ready = [p for p in snap.pods if p.ready]
+    assert b.workload_refusal(ready[0]) is None
+    b.take(ready[0], "a")
+    refusal = b.workload_refusal(ready[1])
+    assert refusal is not None and refusal.code == "MaxUnavailablePerWorkload"
+    assert str(refusal) == (
+        "3 of 4 pods of ReplicaSet shop/web unavailable or migrating (limit 3); moving this one would make 4"
+    )
