@@ -333,7 +333,7 @@ class MigrationController:
         """Choose a node and create the Reservation on it (or move without one when no
         reservation-aware scheduler answers)."""
         job, pod = handle.job, fetched.pod
-        absent = self._no_reservation_scheduler(reads)
+        absent = self._why_no_reservation_scheduler(reads)
         if absent is None:
             self._retry_later(handle, reads.now, self.backoff)
             return self._apply(
@@ -363,7 +363,7 @@ class MigrationController:
         placement.hold(pod, target.node)
         return self._apply(handle, steps.reserved(job, name, target.node, target.why, reads.now), reads)
 
-    def _no_reservation_scheduler(self, reads: PassReads) -> str | None:
+    def _why_no_reservation_scheduler(self, reads: PassReads) -> str | None:
         """Why no reservation-aware scheduler answers ("" when one does; None when it cannot be told)."""
         if self.presence is None:
             return ""
@@ -383,9 +383,9 @@ class MigrationController:
         name, reservation = self._reservation_of(handle)
         absent: str | None = ""
         if reservation is not None and reservation.holds_room and reservation.status.phase != "Available":
-            absent = self._no_reservation_scheduler(reads)
+            absent = self._why_no_reservation_scheduler(reads)
         outcome = steps.acknowledgement(handle.job, name, reservation, absent, reads.now)
-        return self._apply(handle, outcome, reads, reservation=name)
+        return self._apply(handle, outcome, reads)
 
     def _evict(self, handle: JobHandle, reads: PassReads) -> bool:
         job = handle.job
@@ -400,7 +400,7 @@ class MigrationController:
             name, reservation = self._reservation_of(handle)
             if reservation is None or not reservation.holds_room:
                 # Before evicting: the Reservation must still hold room, else make a new one first.
-                self._apply(handle, ReserveAgain(steps.lost_state(reservation)), reads, reservation=name)
+                self._apply(handle, ReserveAgain(name, steps.lost_state(reservation)), reads)
                 return True  # the next step reserves again
         assert self._evictions is not None
         if not self._evictions.take(reads.now.timestamp()):
@@ -502,8 +502,6 @@ class MigrationController:
         handle: JobHandle,
         outcome: Record | Transition | Hold | Elsewhere | ReserveAgain | GoWithoutReservation,
         reads: PassReads,
-        *,
-        reservation: str = "",
     ) -> bool:
         """Carry out a step's decision; True when the job moved on and its next step may follow."""
         match outcome:
@@ -518,12 +516,10 @@ class MigrationController:
                 return False
             case Elsewhere():
                 self.cleanup.release(handle)
-                crowded = reads.crowded(outcome.replacement)
+                crowded = reads.why_crowded(outcome.replacement)
                 return self._apply(handle, steps.landed_elsewhere(handle.job, outcome, crowded, reads.now), reads)
             case ReserveAgain():
-                status = steps.forgotten(
-                    handle.job.status, "ReservationLost", f"Reservation {reservation} {outcome.state}"
-                )
+                status = steps.forgotten(handle.job.status, "ReservationLost", outcome.message)
                 self._write(handle, status)
                 handle.log().warning("reservation lost before eviction; reserving again", state=outcome.state)
                 return False

@@ -118,7 +118,7 @@ class PassReads:
             self._placement = Placement(snapshot, self.policy.scheduling, reservations=live, placing=placing)
         return self._placement
 
-    def crowded(self, pod: Pod) -> str:
+    def why_crowded(self, pod: Pod) -> str:
         """Why the pod's node is over its load thresholds now ("" when it is not, or when unknown)."""
         placement = self.placement()
         return placement.over_thresholds(pod.node_name) if placement is not None else ""

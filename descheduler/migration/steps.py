@@ -282,9 +282,14 @@ def lost_state(reservation: Reservation | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ReserveAgain:
-    """The Reservation is gone or holds no room before the eviction (`state`): reserve anew."""
+    """Reservation `name` is gone or holds no room before the eviction (`state`): reserve anew."""
 
+    name: str
     state: str
+
+    @property
+    def message(self) -> str:
+        return f"Reservation {self.name} {self.state}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +306,7 @@ def acknowledgement(
     a replacement placed 10 ms after the eviction must already see the Reservation.
     `scheduler_absent`: why no reservation-aware scheduler answers ("" when one does, None: unknown)."""
     if reservation is None or not reservation.holds_room:
-        return ReserveAgain(lost_state(reservation))
+        return ReserveAgain(name, lost_state(reservation))
     node = reservation.spec.node_name
     if reservation.status.phase == "Available":
         by = reservation.status.acknowledged_by or "the scheduler"

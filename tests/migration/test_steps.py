@@ -233,8 +233,8 @@ def test_reserved_records_the_reservation_but_keeps_the_retry_backoff() -> None:
 @pytest.mark.parametrize(
     ("found", "absent", "expected"),
     [
-        (None, "", ReserveAgain("is gone")),
-        (reservation("Expired"), "", ReserveAgain("is Expired")),
+        (None, "", ReserveAgain("web-0-abc", "is gone")),
+        (reservation("Expired"), "", ReserveAgain("web-0-abc", "is Expired")),
         (
             reservation("Pending"),
             "",
