@@ -356,6 +356,7 @@ def snapshot(objects: Iterable[Mapping[str, Any]], now: datetime = NOW) -> Snaps
 UNBOUND_MIGRATION = """
 migration:
   maxMigratingPerWorkload: 100%
+  maxUnavailablePerWorkload: 100%
   objectLimiters: {workload: {duration: 1s, maxMigrating: 1000}}
   cooldown: 0s
 """

@@ -139,6 +139,13 @@ def policy_text(args: Mapping[str, Any] | None = None, limits: Mapping[str, Any]
     }
     if limits:
         doc["limits"] = dict(limits)
+    # Limits of the migration controller that never bind: these tests test the strategy alone.
+    doc["migration"] = {
+        "maxMigratingPerWorkload": "100%",
+        "maxUnavailablePerWorkload": "100%",
+        "objectLimiters": {"workload": {"duration": "1s", "maxMigrating": 1000}},
+        "cooldown": "0s",
+    }
     return json.dumps(doc)
 
 
