@@ -61,6 +61,7 @@ def job_facts(job: PodMigrationJob, pods: Mapping[str, Pod]) -> JobFacts:
         started=job.status.start_time,
         evicted=condition_time(job, "Evicted"),
         rank=importance(pod),
+        strategy=job.spec.strategy,
     )
 
 

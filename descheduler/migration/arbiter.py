@@ -91,6 +91,11 @@ def admission_order(pending: Iterable[JobFacts]) -> list[JobFacts]:
     return sorted(pending, key=lambda j: (j.rank, j.created, j.name))
 
 
+# QuotaReclaim gives back what a quota lent and applies only the evictor's hard rules
+# (quotareclaim.md §2): the evictor's minReplicas, a switchable rule, does not hold its jobs back.
+_WITHOUT_MIN_REPLICAS = frozenset({"QuotaReclaim"})
+
+
 def arbitrate(
     pending: Sequence[JobFacts],
     live: Sequence[JobFacts],
@@ -124,7 +129,10 @@ def _permanent(job: JobFacts, workload: WorkloadFacts | None, args: MigrationArg
         return never
     if workload is None:
         return None
-    return limits.min_replicas(workload, min_replicas) or limits.workload_never(workload, args)
+    if job.strategy not in _WITHOUT_MIN_REPLICAS:
+        if refusal := limits.min_replicas(workload, min_replicas):
+            return refusal
+    return limits.workload_never(workload, args)
 
 
 def _temporary(

@@ -43,6 +43,7 @@ class JobFacts:
     started: datetime | None = None
     evicted: datetime | None = None
     rank: tuple[int, ...] = ()  # importance of the pod: lower moves first
+    strategy: str = ""  # the strategy that planned the move ("" for a job made by hand)
 
     @property
     def in_flight(self) -> bool:

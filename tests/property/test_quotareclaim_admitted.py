@@ -7,7 +7,8 @@ must be admitted.
 
 The cluster-wide in-flight limits (maxMigratingGlobally/PerNode/PerNamespace) are left unset here:
 the planner does not look ahead at them, and a job they hold back starts as the jobs before it
-finish. The evictor's minReplicas is 1: QuotaReclaim applies only the evictor's hard rules.
+finish. The evictor's minReplicas keeps its default (2): QuotaReclaim applies only the evictor's hard
+rules, and the arbiter does not hold its jobs to minReplicas either.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from descheduler.migration.admission import snapshot_job_facts, workload_facts
-from descheduler.migration.arbiter import JobFacts, Verdict, arbitrate
+from descheduler.migration.admission import job_facts, snapshot_job_facts, workload_facts
+from descheduler.migration.arbiter import Verdict, arbitrate
+from descheduler.migration.executor import job_body
+from descheduler.migration.objects import format_time, parse_job
 from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import Policy, parse_policy
-from descheduler.priority import importance
 from descheduler.snapshot import Snapshot, load_snapshot_objects
 from tests.quota_builders import NOW, node, pod, quota, ts
 
@@ -103,7 +105,6 @@ def world_policy(world: dict[str, Any]) -> Policy:
             {
                 "apiVersion": "descheduler.dev/v1alpha1",
                 "kind": "DeschedulerPolicy",
-                "evictor": {"minReplicas": 1},
                 "migration": world["migration"],
                 "strategies": [{"name": "QuotaReclaim", "args": {"pendingGraceSeconds": 0}}],
             }
@@ -112,25 +113,14 @@ def world_policy(world: dict[str, Any]) -> Policy:
 
 
 def verdicts_for_the_plan(snapshot: Snapshot, policy: Policy) -> list[Verdict]:
-    """Plan one cycle, then hand every planned move to the arbiter as a new job of this cycle."""
+    """Plan one cycle, write its jobs as the executor does, and hand them to the arbiter."""
     plan, _ = plan_cycle(snapshot, policy)
     pods = {p.key: p for p in snapshot.pods}
     new = []
-    for i, move in enumerate(plan.migrations):
-        moved = pods[f"{move.pod.namespace}/{move.pod.name}"]
-        new.append(
-            JobFacts(
-                name=f"planned-{i}",
-                namespace=moved.namespace,
-                pod=moved.key,
-                phase="Pending",
-                created=snapshot.now,
-                source_node=move.source_node,
-                workload=moved.owner.uid if moved.owner else "",
-                cycle="this-cycle",
-                rank=importance(moved),
-            )
-        )
+    for move in plan.migrations:
+        body = job_body(move, pods.get(str(move.pod)), "this-cycle", policy, snapshot)
+        body["metadata"]["creationTimestamp"] = format_time(snapshot.now)
+        new.append(job_facts(parse_job(body), pods))
     earlier = [snapshot_job_facts(j) for j in snapshot.jobs]
     workloads = workload_facts(snapshot, {j.workload for j in new})
     return arbitrate(new, [*earlier, *new], workloads, policy.migration, snapshot.now, policy.evictor.min_replicas)
