@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from importlib.resources import files
 from pathlib import Path
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from descheduler import __version__
+from descheduler import __version__, timestamps
 from descheduler.controller.cli import run_command
 from descheduler.errors import ClusterUnreachableError, InputError, NoClusterConfigError
 from descheduler.extender.command import extender_command
@@ -61,10 +61,9 @@ def parse_time(value: str | None, option: str = "--now") -> datetime | None:
     if value is None:
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return timestamps.parse_time(value)
     except ValueError:
         raise InputError(f"{value!r} is not an RFC 3339 time (example: 2026-01-15T12:00:00Z)", field=option) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 @app.command()

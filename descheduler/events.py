@@ -23,6 +23,7 @@ import structlog
 from kubernetes import client
 from urllib3.exceptions import HTTPError
 
+from descheduler.timestamps import format_seconds
 from descheduler.tokenbucket import TokenBucket
 
 log = structlog.get_logger(__name__)
@@ -74,10 +75,6 @@ class _Written:
     name: str
     namespace: str
     count: int
-
-
-def _rfc3339(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:
@@ -146,7 +143,7 @@ class EventRecorder:
 
     def _bump(self, seen: _Written, now: datetime) -> bool:
         """Count a repeat on the event already written; False when that event is gone."""
-        patch = {"count": seen.count + 1, "lastTimestamp": _rfc3339(now)}
+        patch = {"count": seen.count + 1, "lastTimestamp": format_seconds(now)}
         try:
             self.core.patch_namespaced_event(
                 seen.name, seen.namespace, patch, _request_timeout=_TIMEOUT, _preload_content=False
@@ -163,7 +160,7 @@ class EventRecorder:
         self, obj: ObjectRef, key: tuple[str, ...], event_type: EventType, reason: str, message: str, now: datetime
     ) -> None:
         namespace = obj.namespace or CLUSTER_SCOPED_NAMESPACE
-        stamp = _rfc3339(now)
+        stamp = format_seconds(now)
         for _ in range(2):
             # client-go names events <object>.<unix nanoseconds in hex>; the sequence keeps two events
             # recorded at the same instant (a simulated clock) apart.

@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from descheduler import metrics
+from descheduler.timestamps import format_micro
 
 log = structlog.get_logger(__name__)
 
@@ -51,10 +52,6 @@ def _record(lease: Any) -> tuple[str, str, int]:
         spec.renew_time.isoformat() if spec.renew_time else "",
         spec.lease_transitions or 0,
     )
-
-
-def _micro_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -188,8 +185,8 @@ class LeaderElector:
             "spec": {
                 "holderIdentity": cfg.identity,
                 "leaseDurationSeconds": round(cfg.lease_duration),
-                "acquireTime": _micro_time(acquired),
-                "renewTime": _micro_time(now),
+                "acquireTime": format_micro(acquired),
+                "renewTime": format_micro(now),
                 "leaseTransitions": transitions,
             },
         }

@@ -28,6 +28,7 @@ from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.client import KubeApiError, KubeClient
 from descheduler.migration.objects import API_VERSION, RESERVATIONS
 from descheduler.model import Pod, Reservation
+from descheduler.timestamps import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class ReservationRecord:
         reservation = decode.reservation_from_raw(msgspec.convert(raw, decode.RawReservation))
         stamp = str(meta.get("creationTimestamp") or "")
         try:
-            created = datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else _EPOCH
+            created = parse_time(stamp) if stamp else _EPOCH
         except ValueError:
             created = _EPOCH
         return cls(reservation, created, str(meta.get("resourceVersion") or ""), raw)
@@ -83,11 +84,7 @@ def choose_for_binding(
     went elsewhere). A Pending one elsewhere is left alone, for the same reason. Only rooms whose own pod
     is leaving or gone are the pod's to take (`claimable`, scheduling/predicates.py)."""
     owned = sorted(
-        (
-            r
-            for r in records
-            if r.reservation.holds_room and r.reservation.owned_by(pod) and claimable(r.reservation)
-        ),
+        (r for r in records if r.reservation.holds_room and r.reservation.owned_by(pod) and claimable(r.reservation)),
         key=_age,
     )
     here = sorted(

@@ -31,8 +31,3 @@ class SimClock:
 
     def datetime(self) -> datetime:
         return datetime.fromtimestamp(self(), tz=UTC)
-
-
-def parse_instant(text: str) -> float:
-    """RFC 3339 (as metav1.Time writes it) to seconds since the epoch."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -6,8 +6,7 @@ import math
 from typing import Any
 
 from descheduler.fakecluster.apiserver import ApiError, Store
-from descheduler.fakecluster.apiserver.clock import rfc3339
-from descheduler.fakecluster.clock import parse_instant
+from descheduler.fakecluster.apiserver.clock import parse_instant, rfc3339
 from descheduler.fakecluster.pods import Obj, controller_ref, is_ready, is_terminal, is_terminating
 from descheduler.labels import LabelSelector
 

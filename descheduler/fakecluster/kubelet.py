@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from descheduler.fakecluster.apiserver import ApiError, Store
-from descheduler.fakecluster.apiserver.clock import rfc3339
-from descheduler.fakecluster.clock import parse_instant
+from descheduler.fakecluster.apiserver.clock import parse_instant, rfc3339
 from descheduler.fakecluster.pods import Obj, is_terminal, pod_key, pod_requests, set_condition
 from descheduler.fakecluster.usage import UsageModel, UsageSpec, models_for, usage_units
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from descheduler.durations import parse_duration
 from descheduler.errors import InputError
-from descheduler.fakecluster.clock import parse_instant
+from descheduler.fakecluster.apiserver.clock import parse_instant, rfc3339, rfc3339_micro
 from descheduler.fakecluster.usage import UsageSpec
 from descheduler.labels import LabelSelector
 
@@ -259,9 +259,8 @@ def _shifted(value: str, seconds: int) -> str:
     instant = _instant(value)
     if instant is None:
         return value  # not a time: left as written
-    moved = datetime.fromtimestamp(instant + seconds, tz=UTC)
     # Keep the precision it was written with: metav1.Time has seconds, MicroTime microseconds.
-    return moved.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if "." in value else "%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339_micro(instant + seconds) if "." in value else rfc3339(instant + seconds)
 
 
 def shift_timestamps(value: Any, seconds: int) -> Any:

@@ -29,7 +29,7 @@ import numpy as np
 import urllib3
 
 from descheduler.errors import InputError
-from descheduler.extender.lease import LEASE_DURATION, RENEW_PERIOD, micro_time
+from descheduler.extender.lease import LEASE_DURATION, RENEW_PERIOD
 from descheduler.extender.protocol import (
     MAX_EXTENDER_PRIORITY,
     ExtenderBindingResult,
@@ -54,6 +54,7 @@ from descheduler.scheduling.core import anti_affinity_mask, fit_mask, selector_m
 from descheduler.scheduling.predicates import claimable, owned_reservations
 from descheduler.scheduling.table import IntArray
 from descheduler.snapshot import load_snapshot_objects
+from descheduler.timestamps import format_micro
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +300,7 @@ class Scheduler:
         if self._renewed is not None and now - self._renewed < RENEW_PERIOD:
             return
         self._renewed = now
-        stamp = micro_time(datetime.fromtimestamp(now, tz=UTC))
+        stamp = format_micro(datetime.fromtimestamp(now, tz=UTC))
         spec = {"holderIdentity": IDENTITY, "leaseDurationSeconds": LEASE_DURATION, "renewTime": stamp}
         try:
             if self.store.exists(LEASES, SCHEDULER_LEASE, self.lease_namespace):

@@ -11,6 +11,7 @@ import typer
 from descheduler.errors import InputError, NoClusterConfigError
 from descheduler.policy import Policy, default_policy, load_policy
 from descheduler.snapshot import Snapshot
+from descheduler.timestamps import format_time
 
 snapshot_app = typer.Typer(
     help="Save a live cluster's state as a snapshot file.",
@@ -72,4 +73,4 @@ def save(
     for warning in saved.warnings:
         typer.echo(f"warning: {warning}", err=True)
     counts = ", ".join(f"{n} {kind}" for kind, n in sorted(saved.counts.items()))
-    typer.echo(f"{saved.path}: {counts or 'no objects'} at {now.isoformat().replace('+00:00', 'Z')}", err=True)
+    typer.echo(f"{saved.path}: {counts or 'no objects'} at {format_time(now)}", err=True)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from descheduler.kube.listing import list_objects
 from descheduler.loadsource import cache_kinds, reader_for
 from descheduler.policy import Policy
 from descheduler.snapshot import SNAPSHOT_TIME_ANNOTATION, Snapshot
+from descheduler.timestamps import format_time
 
 log = structlog.get_logger(__name__)
 
@@ -138,7 +139,7 @@ def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime)
     document = {
         "apiVersion": "v1",
         "kind": "List",
-        "metadata": {"annotations": {SNAPSHOT_TIME_ANNOTATION: _rfc3339(now)}},
+        "metadata": {"annotations": {SNAPSHOT_TIME_ANNOTATION: format_time(now)}},
         "items": items,
     }
     _write(path, document)
@@ -146,10 +147,6 @@ def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime)
     for item in items:
         counts[str(item.get("kind"))] = counts.get(str(item.get("kind")), 0) + 1
     return SavedSnapshot(path, counts, tuple(warnings + list(reading.warnings)))
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _write(path: Path, document: Mapping[str, Any]) -> None:

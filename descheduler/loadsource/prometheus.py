@@ -24,6 +24,7 @@ from descheduler.loadsource.reading import LoadReading, LoadSourceError
 from descheduler.model import NodeUsage, PodUsage
 from descheduler.policy import PrometheusSource
 from descheduler.resources import Resources
+from descheduler.timestamps import format_time
 
 SOURCE = "prometheus"
 
@@ -236,10 +237,6 @@ def _pairs(
     return dict(sorted(out.items()))
 
 
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def _as_metrics_objects(
     nodes: Mapping[str, NodeUsage], pods: Mapping[str, PodUsage], window: int
 ) -> tuple[dict[str, Any], ...]:
@@ -251,7 +248,7 @@ def _as_metrics_objects(
                 "apiVersion": "metrics.k8s.io/v1beta1",
                 "kind": "NodeMetrics",
                 "metadata": {"name": usage.node},
-                "timestamp": _rfc3339(usage.timestamp),
+                "timestamp": format_time(usage.timestamp),
                 "window": f"{window}s",
                 "usage": _exact(usage.usage),
             }
@@ -262,7 +259,7 @@ def _as_metrics_objects(
                 "apiVersion": "metrics.k8s.io/v1beta1",
                 "kind": "PodMetrics",
                 "metadata": {"name": pod.name, "namespace": pod.namespace},
-                "timestamp": _rfc3339(pod.timestamp),
+                "timestamp": format_time(pod.timestamp),
                 "window": f"{window}s",
                 "containers": [{"name": "total", "usage": _exact(pod.usage)}],
             }

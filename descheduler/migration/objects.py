@@ -25,6 +25,8 @@ from pydantic.alias_generators import to_camel
 
 from descheduler.durations import format_duration, parse_duration
 from descheduler.model import JOB_SOURCE_NODE_ANNOTATION, JOB_WORKLOAD_UID_ANNOTATION
+from descheduler.timestamps import format_time as format_time  # re-exported: the migration code's time format
+from descheduler.timestamps import parse_time
 
 GROUP: Final = "descheduler.dev"
 VERSION: Final = "v1alpha1"
@@ -84,17 +86,9 @@ def _parse_time(value: Any) -> datetime:
     if not isinstance(value, str):
         raise ValueError(f"must be an RFC 3339 time; got {value!r}")
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_time(value)
     except ValueError:
         raise ValueError(f"must be an RFC 3339 time such as 2026-01-15T12:00:00Z; got {value!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def format_time(value: datetime) -> str:
-    """RFC 3339 in UTC with a Z, keeping sub-second precision only when there is some."""
-    utc = value.astimezone(UTC)
-    text = utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds")
-    return text.replace("+00:00", "Z")
 
 
 Time = Annotated[

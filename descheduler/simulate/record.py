@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from descheduler.controller.cycle import CycleResult
@@ -17,6 +16,7 @@ from descheduler.eligibility import eviction_refusal
 from descheduler.plan import Plan
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
+from descheduler.timestamps import parse_time
 
 
 @dataclass(slots=True)
@@ -184,7 +184,7 @@ def _evicted(job: dict[str, Any]) -> bool:
 def _seconds(stamp: Any, began: float) -> float | None:
     if not stamp:
         return None
-    return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() - began
+    return parse_time(str(stamp)).timestamp() - began
 
 
 def _resource(usage: dict[str, float] | Any, high: dict[str, float] | Any) -> str:

@@ -8,8 +8,7 @@ import time
 import urllib.request
 from typing import Any
 
-from descheduler.fakecluster.apiserver.clock import rfc3339, rfc3339_micro
-from descheduler.fakecluster.clock import parse_instant
+from descheduler.fakecluster.apiserver.clock import parse_instant, rfc3339, rfc3339_micro
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import LoadedScenario, load_demo_scenario, parse_scenario
 

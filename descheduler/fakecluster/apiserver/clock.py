@@ -1,4 +1,10 @@
-"""Time as the server sees it: an injectable clock (the simulator runs on simulated time)."""
+"""Time as the server sees it: an injectable clock (the simulator runs on simulated time), and RFC 3339
+as metav1.Time and MicroTime write it.
+
+The product's own RFC 3339 code (descheduler.timestamps) is not used here on purpose: the fake server
+stands for Kubernetes, and a test world that shared the product's code would agree with it by
+construction. The rest of the fake cluster (kubelet, scenarios, disruption controller) uses these.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,11 @@ def rfc3339(instant: float) -> str:
 def rfc3339_micro(instant: float) -> str:
     """Format as metav1.MicroTime does (lease renewTime, events.k8s.io eventTime)."""
     return datetime.fromtimestamp(instant, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_instant(text: str) -> float:
+    """RFC 3339 (as metav1.Time and MicroTime write it) to seconds since the epoch."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def wall_clock() -> float:

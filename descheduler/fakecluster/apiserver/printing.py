@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 
 from . import errors
-from .clock import Clock
+from .clock import Clock, parse_instant
 from .entry import decode, encode
 from .resources import ResourceType
 
@@ -122,7 +121,7 @@ def _instant(text: Any) -> float | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        return datetime.fromisoformat(text).timestamp()
+        return parse_instant(text)
     except ValueError:
         return None
 
