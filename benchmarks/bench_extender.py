@@ -36,7 +36,7 @@ import msgspec
 from benchmarks.cluster import generated_snapshot
 from descheduler.decode import RawPod, convert, pod_from_raw
 from descheduler.extender import Extender, ExtenderServer, HostPriority, RefreshTiming
-from descheduler.extender.sources import BindingHook
+from descheduler.extender.sources import BindingHook, LeavingHook, ReservationHook
 from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.snapshot import Snapshot
@@ -62,7 +62,16 @@ class MemorySource:
         return self._snapshot
 
     def watch_bindings(self, hook: BindingHook) -> None:
-        pass
+        """Bindings are reported by the benchmark itself (`bound_record`)."""
+
+    def watch_reservations(self, hook: ReservationHook) -> None:
+        """The generated cluster holds no Reservations."""
+
+    def watch_leaving(self, hook: LeavingHook) -> None:
+        """No pod leaves the generated cluster."""
+
+    def pod(self, namespace: str, name: str) -> Pod | None:
+        return None
 
 
 def pod_json(i: int) -> dict[str, Any]:
