@@ -8,15 +8,8 @@ from typing import Annotated
 
 import typer
 
+from descheduler.flags import LogLevelOption, check_log_level, check_port
 from descheduler.kube.cli import ContextOption, KubeconfigOption
-
-
-def check_log_level(value: str) -> None:
-    """--log-level names one of the four levels the commands log at."""
-    from descheduler.errors import InputError
-
-    if value.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        raise InputError(f"{value!r} is not one of debug, info, warning, error", field="--log-level")
 
 
 def run_command(
@@ -53,7 +46,7 @@ def run_command(
     retry_period: Annotated[
         float, typer.Option("--retry-period", help="seconds between Lease acquire/renew attempts")
     ] = 2.0,
-    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
+    log_level: LogLevelOption = "info",
     log_format: Annotated[str, typer.Option("--log-format", help="auto (JSON unless a TTY), json or console")] = "auto",
 ) -> None:
     """The in-cluster controller: plan every interval, move pods reservation-first, as the leader.
@@ -67,8 +60,7 @@ def run_command(
 
     if log_format not in ("auto", "json", "console"):
         raise InputError(f"{log_format!r} is not one of auto, json, console", field="--log-format")
-    if not 0 <= port <= 65535:
-        raise InputError(f"must be a port number (0–65535), got {port}", field="--port")
+    check_port(port)
     check_log_level(log_level)
     options = RunOptions(
         policy=policy,

@@ -33,6 +33,7 @@ from descheduler.extender.reservations import ReservationWriter
 from descheduler.extender.server import DEFAULT_MAX_BODY, DEFAULT_PORT, ExtenderServer
 from descheduler.extender.service import Extender, RefreshTiming
 from descheduler.extender.sources import CacheSource, ClusterSource, SnapshotFileSource
+from descheduler.flags import LogLevelOption, check_log_level, check_port
 from descheduler.kube.cli import ContextOption, KubeconfigOption
 from descheduler.kube.client import KubeClient
 from descheduler.policy import Policy, default_policy
@@ -205,10 +206,9 @@ def extender_command(
     lease_namespace: Annotated[
         str, typer.Option("--lease-namespace", help="namespace of the scheduler Lease (default: the pod's namespace)")
     ] = "",
-    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
+    log_level: LogLevelOption = "info",
 ) -> None:
     """Serve the kube-scheduler HTTP extender (filter, prioritize, bind) with the load-aware scheduling core."""
-    from descheduler.controller.cli import check_log_level
     from descheduler.controller.logs import configure_logging
 
     if snapshot is not None and (kubeconfig is not None or context is not None):
@@ -216,8 +216,7 @@ def extender_command(
     for name, value in (("--refresh-interval", refresh_interval), ("--load-interval", load_interval)):
         if value <= 0:
             raise InputError(f"must be a positive number of seconds, got {value:g}", field=name)
-    if not 0 <= port <= 65535:
-        raise InputError(f"must be a port number (0–65535), got {port}", field="--port")
+    check_port(port)
     if max_request_bytes < 1024:
         raise InputError(f"must be at least 1024, got {max_request_bytes}", field="--max-request-bytes")
     check_log_level(log_level)

@@ -9,7 +9,6 @@ stops simply stops renewing (it does not clear the Lease, which another replica 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -19,16 +18,13 @@ import msgspec
 from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.client import KubeApiError, KubeClient
 from descheduler.migration.objects import SCHEDULER_LEASE
+from descheduler.periodic import Periodic
+from descheduler.timestamps import format_micro
 
 log = logging.getLogger(__name__)
 
 LEASE_DURATION: Final = 15
 RENEW_PERIOD: Final = 5.0
-
-
-def micro_time(moment: datetime) -> str:
-    """metav1.MicroTime: RFC 3339 with microseconds, in UTC."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class SchedulerLease:
@@ -54,8 +50,9 @@ class SchedulerLease:
         self.period = period
         self.ready = ready
         self._wall = wall_clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Periodic(
+            self.renew, period, name="extender-lease", failure="extender: Lease renewal error", log=log
+        )
         self._last_problem = ""
 
     @property
@@ -78,7 +75,7 @@ class SchedulerLease:
         return True
 
     def _renew(self) -> None:
-        now = micro_time(self._wall())
+        now = format_micro(self._wall())
         for _ in range(3):  # another replica renewed in between: read again
             try:
                 lease: dict[str, Any] = msgspec.json.decode(self.client.request("GET", f"{self.path}/{self.name}"))
@@ -119,22 +116,8 @@ class SchedulerLease:
     # ---------------------------------------------------------------- thread
 
     def start(self) -> SchedulerLease:
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="extender-lease", daemon=True)
-            self._thread.start()
+        self._loop.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.renew()
-            except Exception:  # keep the heartbeat going whatever one attempt did
-                log.exception("extender: Lease renewal error")
-            self._stop.wait(self.period)
+        self._loop.stop(timeout)

@@ -34,9 +34,9 @@ def serve(
     from descheduler.errors import InputError, listen_error
     from descheduler.fakecluster.cluster import SimulatedCluster
     from descheduler.fakecluster.scenario import load_demo_scenario, load_scenario
+    from descheduler.flags import check_port
 
-    if not 0 <= port <= 65535:
-        raise InputError(f"must be a port number (0–65535), got {port}", field="--port")
+    check_port(port)
     if kubeconfig_out is not None and kubeconfig_out.is_dir():
         raise InputError("is a directory: give a file to write the kubeconfig to", source=str(kubeconfig_out))
     loaded = load_scenario(scenario) if scenario is not None else load_demo_scenario()

@@ -14,9 +14,22 @@ import random
 from typing import Any
 
 from descheduler.fakecluster.apiserver import ApiError, Store
-from descheduler.fakecluster.pods import Obj, controller_ref, is_active, is_ready, owned_by, owner_reference
+from descheduler.fakecluster.pods import (
+    Obj,
+    controller_ref,
+    is_active,
+    is_ready,
+    is_terminating,
+    owned_by,
+    owner_reference,
+)
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+
+
+def _live(store: Store, resource: str) -> list[Obj]:
+    """The objects of `resource` not being deleted: a controller leaves those alone."""
+    return [obj for obj in store.list(resource) if not is_terminating(obj)]
 
 
 def _pod_from_template(owner: Obj, name: str) -> Obj:
@@ -73,10 +86,8 @@ class ReplicaSetController:
 
     def step(self, now: float) -> None:
         pods_by_ns: dict[str, list[Obj]] = {}
-        for rs in self.store.list("replicasets.apps"):
+        for rs in _live(self.store, "replicasets.apps"):
             meta = rs["metadata"]
-            if meta.get("deletionTimestamp"):
-                continue
             ns = meta["namespace"]
             if ns not in pods_by_ns:
                 pods_by_ns[ns] = self.store.list("pods", ns)
@@ -126,10 +137,8 @@ class DeploymentController:
         self.store = store
 
     def step(self, now: float) -> None:
-        for deploy in self.store.list("deployments.apps"):
+        for deploy in _live(self.store, "deployments.apps"):
             meta = deploy["metadata"]
-            if meta.get("deletionTimestamp"):
-                continue
             ns = meta["namespace"]
             owned = [rs for rs in self.store.list("replicasets.apps", ns) if owned_by(rs, deploy)]
             want = _replicas(deploy)
@@ -191,10 +200,8 @@ class StatefulSetController:
         self.store = store
 
     def step(self, now: float) -> None:
-        for sts in self.store.list("statefulsets.apps"):
+        for sts in _live(self.store, "statefulsets.apps"):
             meta = sts["metadata"]
-            if meta.get("deletionTimestamp"):
-                continue
             ns, name = meta["namespace"], meta["name"]
             want = _replicas(sts)
             owned = {p["metadata"]["name"]: p for p in self.store.list("pods", ns) if owned_by(p, sts)}
@@ -243,9 +250,9 @@ class GarbageCollector:
 
     def step(self, now: float) -> None:
         for resource in ("replicasets.apps", "pods"):
-            for obj in self.store.list(resource):
+            for obj in _live(self.store, resource):
                 ref = controller_ref(obj)
-                if ref is None or obj["metadata"].get("deletionTimestamp"):
+                if ref is None:
                     continue
                 owner_resource = _OWNER_RESOURCES.get((str(ref.get("apiVersion")), str(ref.get("kind"))))
                 if owner_resource is None:

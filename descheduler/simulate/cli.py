@@ -34,10 +34,10 @@ def simulate_command(
     log_level: Annotated[str, typer.Option("--log-level", help="controller log level on stderr")] = "warning",
 ) -> None:
     """Run the controller against a simulated cluster on simulated time and write a report."""
-    from descheduler.controller.cli import check_log_level
     from descheduler.controller.logs import configure_logging
     from descheduler.errors import InputError
     from descheduler.fakecluster.scenario import load_demo_scenario, load_scenario
+    from descheduler.flags import check_log_level
     from descheduler.policy import default_policy, load_policy
     from descheduler.simulate.charts import render_html
     from descheduler.simulate.runner import Simulation, SimulationOptions
