@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from descheduler.durations import parse_duration
 from descheduler.errors import InputError
-from descheduler.fakecluster.apiserver.clock import parse_instant, rfc3339, rfc3339_micro
+from descheduler.fakecluster.apiserver.clock import instant_of, parse_instant, rfc3339, rfc3339_micro
 from descheduler.fakecluster.usage import UsageSpec
 from descheduler.labels import LabelSelector
 
@@ -196,7 +196,7 @@ class LoadedScenario(BaseModel):
         (the moment the snapshot was taken, at the latest); None when it has neither."""
         if self.scenario.start is not None:
             return self.scenario.start
-        created = [_instant(_metadata(obj).get("creationTimestamp")) for obj in self.objects]
+        created = [instant_of(_metadata(obj).get("creationTimestamp")) for obj in self.objects]
         known = [c for c in created if c is not None]
         return max(known) if known else None
 
@@ -246,17 +246,8 @@ def _metadata(obj: Any) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _instant(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_instant(value)
-    except ValueError:
-        return None
-
-
 def _shifted(value: str, seconds: int) -> str:
-    instant = _instant(value)
+    instant = instant_of(value)
     if instant is None:
         return value  # not a time: left as written
     # Keep the precision it was written with: metav1.Time has seconds, MicroTime microseconds.

@@ -31,5 +31,15 @@ def parse_instant(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def instant_of(value: object) -> float | None:
+    """The instant an RFC 3339 string names; None for anything else (absent, not a string, not a time)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_instant(value)
+    except ValueError:
+        return None
+
+
 def wall_clock() -> float:
     return time.time()

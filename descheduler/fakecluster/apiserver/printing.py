@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from . import errors
-from .clock import Clock, parse_instant
+from .clock import Clock, instant_of
 from .entry import decode, encode
 from .resources import ResourceType
 
@@ -117,18 +117,9 @@ def human_duration(nanoseconds: int) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def _instant(text: Any) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return parse_instant(text)
-    except ValueError:
-        return None
-
-
 def since(timestamp: Any, now: float) -> str:
     """printers.go translateTimestampSince: the human age of an RFC 3339 time, `<unknown>` when unset."""
-    instant = _instant(timestamp)
+    instant = instant_of(timestamp)
     if instant is None:
         return "<unknown>"
     return human_duration(round((now - instant) * _SECOND))
@@ -212,7 +203,7 @@ def _condition_true(conditions: Iterable[Mapping[str, Any]], kind: str) -> bool:
 
 
 def _later(current: float | None, timestamp: Any) -> float | None:
-    instant = _instant(timestamp)
+    instant = instant_of(timestamp)
     if instant is None:
         return current
     return instant if current is None or instant > current else current
