@@ -129,9 +129,8 @@ def _permanent(job: JobFacts, workload: WorkloadFacts | None, args: MigrationArg
         return never
     if workload is None:
         return None
-    if job.strategy not in _WITHOUT_MIN_REPLICAS:
-        if refusal := limits.min_replicas(workload, min_replicas):
-            return refusal
+    if job.strategy not in _WITHOUT_MIN_REPLICAS and (refusal := limits.min_replicas(workload, min_replicas)):
+        return refusal
     return limits.workload_never(workload, args)
 
 

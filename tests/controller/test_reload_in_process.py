@@ -75,7 +75,9 @@ def test_reload_applies_valid_changes_and_rejects_invalid_ones(cluster: Simulate
     runner = threading.Thread(target=process.run, daemon=True)
     runner.start()
     try:
-        wait_for(lambda: loop.last is not None and loop.last.plan is not None, SYNC + SLACK * INTERVAL, "a planned cycle")
+        wait_for(
+            lambda: loop.last is not None and loop.last.plan is not None, SYNC + SLACK * INTERVAL, "a planned cycle"
+        )
         assert loop.last is not None and loop.last.plan is not None and loop.last.plan.migrations
         assert cluster.store.list(PMJ) == []  # dry run: planned, nothing written
         policy_path.write_text(POLICY.format(dry_run="false"))

@@ -95,7 +95,9 @@ def test_it_serves_a_snapshot_until_sigterm(tmp_path: Path) -> None:
         conn.request("POST", "/filter", extender_args(kube_pod("web-new"), ["node-a", "node-d"]))
         answer = json.loads(conn.getresponse().read())
         assert answer["NodeNames"] == ["node-d"]
-        assert answer["FailedAndUnresolvableNodes"] == {"node-a": "load-aware: estimated cpu usage would exceed 65 percent"}
+        assert answer["FailedAndUnresolvableNodes"] == {
+            "node-a": "load-aware: estimated cpu usage would exceed 65 percent"
+        }
         conn.close()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0

@@ -207,7 +207,9 @@ def test_prod_and_aggregated_thresholds_name_their_basis(serve: Serve) -> None:
     prod = kube_pod("web-prod", priorityClassName="koord-prod", priority=9500)
     _, body = client.post("filter", extender_args(prod, ["cool", "fresh"]))
     # No prod pod runs on cool: 0 + 0.85 of 8 cpu = 10.6% > 10%.
-    assert body["FailedAndUnresolvableNodes"] == {"cool": "load-aware: estimated prod cpu usage would exceed 10 percent"}
+    assert body["FailedAndUnresolvableNodes"] == {
+        "cool": "load-aware: estimated prod cpu usage would exceed 10 percent"
+    }
 
 
 def test_the_full_node_list_is_answered_in_kind_when_not_node_cache_capable(serve: Serve) -> None:

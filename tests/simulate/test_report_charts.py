@@ -168,7 +168,11 @@ def test_the_load_chart_labels_its_gridlines_with_round_percentages() -> None:
 
 @pytest.mark.parametrize(
     ("source", "name"),
-    [("/work/main/descheduler/fakecluster/scenarios/demo.yaml", "demo"), ("scenarios/skewed.yml", "skewed"), ("x", "x")],
+    [
+        ("/work/main/descheduler/fakecluster/scenarios/demo.yaml", "demo"),
+        ("scenarios/skewed.yml", "skewed"),
+        ("x", "x"),
+    ],
 )
 def test_a_scenario_is_named_by_its_file_stem(source: str, name: str) -> None:
     assert scenario_name(source) == name

@@ -5,7 +5,9 @@ import pytest
 from descheduler.refusal import Refusal, define
 
 TEST_SHORT = define(
-    "TestInsufficient", "insufficient {subject}: requests {requested:units}, free {free:units}", "insufficient {subject}"
+    "TestInsufficient",
+    "insufficient {subject}: requests {requested:units}, free {free:units}",
+    "insufficient {subject}",
 )
 TEST_AGE = define("TestAge", "younger than {age:s}")
 TEST_FUNCTION = define("TestFunction", lambda r: f"{len(r.facts)} facts")
