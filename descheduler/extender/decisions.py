@@ -31,18 +31,6 @@ STEERED = define("SteeredToReservation", "the pod's Reservation {subject} holds 
 
 
 @dataclass(frozen=True, slots=True)
-class NodeFacts:
-    """What the extender keeps per table beyond the table itself (nothing today: the checks read
-    the table); kept so the state can build it once per table."""
-
-    size: int
-
-    @classmethod
-    def of(cls, table: NodeTable) -> NodeFacts:
-        return cls(table.size)
-
-
-@dataclass(frozen=True, slots=True)
 class FilterDecision:
     """Per candidate row: passed, or the index of its reason in `reasons` (and `refusals`)."""
 
@@ -104,7 +92,7 @@ def steering(pod: Pod, view: ClusterView) -> tuple[list[Reservation], list[Reser
     return owned, [r for r in owned if r.phase == "Available"]
 
 
-def filter_rows(pod: Pod, view: ClusterView, facts: NodeFacts, rows: IntArray) -> FilterDecision:
+def filter_rows(pod: Pod, view: ClusterView, rows: IntArray) -> FilterDecision:
     """The extender's filter over table `rows`, in the order of scheduling-core.md §2."""
     owned, steer = steering(pod, view)
     out = _Reasons(len(rows))

@@ -32,6 +32,7 @@ from descheduler.extender.reservations import Acknowledger, BindError, Reservati
 from descheduler.extender.sources import ClusterSource
 from descheduler.extender.state import AssumedPods, Candidates, ClusterState, apply_reservation
 from descheduler.model import Pod, Reservation
+from descheduler.periodic import Periodic
 from descheduler.policy import SchedulingArgs
 from descheduler.scheduling import build_table
 from descheduler.scheduling.predicates import claimable
@@ -77,8 +78,9 @@ class Extender:
         self._last_build = 0.0
         self._last_error: str | None = None
         self._rebuild = False  # the arguments changed: rebuild at the next refresh, whatever the timing
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._refresher = Periodic(
+            self.refresh, 0.1, name="extender-refresh", failure="extender: refresh loop error", log=log
+        )
         self.writer = writer
         self._acknowledger = Acknowledger(writer) if writer is not None else None
         # Reservation changes seen (name -> record or None, monotonic time): re-applied to a state
@@ -219,34 +221,21 @@ class Extender:
         """Refresh in the background (every `poll` seconds the source's generation is checked)."""
         if self._acknowledger is not None:
             self._acknowledger.start()
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, args=(poll,), name="extender-refresh", daemon=True)
-            self._thread.start()
+        self._refresher.period = poll
+        self._refresher.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        self._refresher.stop(timeout)
         if self._acknowledger is not None:
             self._acknowledger.stop(timeout)
-
-    def _run(self, poll: float) -> None:
-        while not self._stop.is_set():
-            try:
-                self.refresh()
-            except Exception:  # keep refreshing whatever one attempt did
-                log.exception("extender: refresh loop error")
-            self._stop.wait(poll)
 
     # ---------------------------------------------------------------- requests
 
     def filter(self, body: bytes) -> bytes:
         """An ExtenderArgs body in, an ExtenderFilterResult body out (RequestError for a bad request)."""
         with self._answer(body) as (request, state, candidates):
-            decision = filter_rows(request.pod, state.view, state.facts, candidates.rows)
+            decision = filter_rows(request.pod, state.view, candidates.rows)
             # Names the table does not know pass (as a node without metrics does), unless the pod was
             # steered to its Reservation: then every other node is refused.
             passed = np.full(candidates.size, decision.steered < 0, dtype=np.bool_)

@@ -16,7 +16,6 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from descheduler.extender.decisions import NodeFacts
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
 from descheduler.model import MigrationJob, Pod, Reservation
 from descheduler.scheduling.table import IntArray, NodeTable
@@ -44,7 +43,6 @@ class ClusterState:
     def __init__(self, table: NodeTable, generation: Hashable, taken_at: float) -> None:
         self.table = table
         self.view = ClusterView(table)
-        self.facts = NodeFacts.of(table)
         self.generation = generation
         self.taken_at = taken_at  # monotonic time the snapshot was read
         quoted = [msgspec.json.encode(name) for name in table.names]

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from descheduler.extender.decisions import STEERED, NodeFacts, extender_scores, filter_rows, steering
+from descheduler.extender.decisions import STEERED, extender_scores, filter_rows, steering
 from descheduler.model import Pod
 from descheduler.scheduling import ClusterView, build_table, feasible_mask, refusal, scores
 from descheduler.scheduling.predicates import for_scheduler
@@ -96,7 +96,7 @@ def test_the_filter_matches_the_core_and_its_reasons(objs: list[Obj], args: dict
     incoming: Pod = next(p for p in snap.pods if p.name == "incoming")
     table = view.table
     rows = np.arange(table.size)
-    decision = filter_rows(incoming, view, NodeFacts.of(table), rows)
+    decision = filter_rows(incoming, view, rows)
 
     owned, steer = steering(incoming, view)
     core = feasible_mask(incoming, view, owned=owned)
