@@ -16,6 +16,7 @@ import msgspec
 from descheduler.model import Pod
 from descheduler.refusal import Refusal
 from descheduler.resources import EMPTY, Resources
+from descheduler.timestamps import format_time
 
 NodeClass = Literal["high", "low", "normal", "excluded"]
 Mode = Literal["ReservationFirst", "EvictDirectly"]
@@ -114,7 +115,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         return {
             "apiVersion": "descheduler.dev/v1alpha1",
             "kind": "Plan",
-            "now": self.now.isoformat().replace("+00:00", "Z"),
+            "now": format_time(self.now),
             "nodes": [
                 {
                     "name": n.name,

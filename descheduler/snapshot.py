@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from descheduler import decode
+from descheduler import decode, timestamps
 from descheduler.errors import InputError
 from descheduler.model import (
     ElasticQuota,
@@ -178,12 +178,11 @@ def _files(path: Path) -> list[Path]:
 
 def _parse_time(text: str, what: str, source: str) -> datetime:
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return timestamps.parse_time(text)
     except ValueError:
         raise InputError(
             f"{text!r} is not an RFC 3339 time (example: 2024-05-01T12:00:00Z)", source=source, field=what
         ) from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class _Collector:

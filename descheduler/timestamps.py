@@ -18,13 +18,18 @@ from datetime import UTC, datetime
 __all__ = ["format_micro", "format_seconds", "format_time", "parse_time"]
 
 
-def parse_time(text: str) -> datetime:
-    """RFC 3339, with or without a fraction, `Z` or an offset; a time without one is read as UTC.
+def parse_time(text: str, *, zone_required: bool = False) -> datetime:
+    """RFC 3339, with or without a fraction, `Z` or an offset; a time without one is read as UTC
+    unless `zone_required`.
 
     Raises ValueError for anything else; callers word the error for their input.
     """
     parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if parsed.tzinfo:
+        return parsed
+    if zone_required:
+        raise ValueError(f"{text!r} has no time zone")
+    return parsed.replace(tzinfo=UTC)
 
 
 def format_seconds(moment: datetime) -> str:

@@ -23,12 +23,12 @@ from descheduler.migration.objects import (
     ObjectError,
     PodMigrationJob,
     Reservation,
-    format_time,
     parse_reservation,
 )
 from descheduler.migration.pass_reads import JobHandle, PassReads
 from descheduler.migration.records import owner_uid, reservation_name
 from descheduler.policy import MigrationArgs
+from descheduler.timestamps import format_time
 
 log = structlog.get_logger(__name__)
 

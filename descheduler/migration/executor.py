@@ -27,13 +27,13 @@ from descheduler.migration.objects import (
     PodMigrationJob,
     PodMigrationJobSpec,
     PodReference,
-    format_time,
     parse_job,
 )
 from descheduler.model import JOB_POD_USAGE_ANNOTATION, Pod
 from descheduler.plan import Migration, Plan
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
+from descheduler.timestamps import format_time
 
 log = structlog.get_logger(__name__)
 

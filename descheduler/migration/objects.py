@@ -25,8 +25,7 @@ from pydantic.alias_generators import to_camel
 
 from descheduler.durations import format_duration, parse_duration
 from descheduler.model import JOB_SOURCE_NODE_ANNOTATION, JOB_WORKLOAD_UID_ANNOTATION
-from descheduler.timestamps import format_time as format_time  # re-exported: the migration code's time format
-from descheduler.timestamps import parse_time
+from descheduler.timestamps import format_time, parse_time
 
 GROUP: Final = "descheduler.dev"
 VERSION: Final = "v1alpha1"

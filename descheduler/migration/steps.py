@@ -29,11 +29,11 @@ from descheduler.migration.objects import (
     Reservation,
     ReservationReference,
     WorkloadReference,
-    format_time,
 )
 from descheduler.migration.records import condition_time, with_condition, without_conditions
 from descheduler.migration.targets import Target
 from descheduler.model import Pod
+from descheduler.timestamps import format_time
 
 # The reason on a ReservationFirst job's ReservationCreated=False condition when no
 # reservation-aware scheduler answered as it started: the pod is moved without a Reservation.

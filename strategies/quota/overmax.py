@@ -8,7 +8,8 @@ from typing import Any
 
 from descheduler.model import ANNOTATION_OVER_MAX_SINCE
 from descheduler.resources import Resources
-from strategies.quota.pacing import format_time, parse_time
+from descheduler.timestamps import format_time
+from strategies.quota.pacing import parse_time
 from strategies.quota.round import (
     Round,
     budget_refusal,

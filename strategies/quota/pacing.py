@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from descheduler import timestamps
 from descheduler.policy import QuotaReclaimArgs
 from descheduler.refusal import Refusal, define
 from descheduler.snapshot import Snapshot
@@ -28,17 +29,13 @@ RECLAIM_BACKOFF = define(
 
 
 def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
+    """A recorded time, or None when it is not one with a time zone (the record is then not trusted)."""
+    if not isinstance(value, str):
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return timestamps.parse_time(value, zone_required=True)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo is not None else None
-
-
-def format_time(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
 
 
 def _times(raw: Any) -> dict[str, datetime]:
@@ -119,7 +116,9 @@ class Pacing:
         until = self.backoff.get(f"{group}/{lender}")
         if until is None:
             return None
-        return Refusal(code=RECLAIM_BACKOFF, subject=lender, facts={"group": group, "until": format_time(until)})
+        return Refusal(
+            code=RECLAIM_BACKOFF, subject=lender, facts={"group": group, "until": timestamps.format_time(until)}
+        )
 
     def record(self, group: str, pod: str, victims: list[str], lenders: list[str], used: Mapping[str, int]) -> None:
         if self.args.lender_cooldown_seconds > 0:
@@ -133,9 +132,9 @@ class Pacing:
     def state(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.last_eviction:
-            out["lenderLastEviction"] = {k: format_time(v) for k, v in sorted(self.last_eviction.items())}
+            out["lenderLastEviction"] = {k: timestamps.format_time(v) for k, v in sorted(self.last_eviction.items())}
         if self.backoff:
-            out["backoff"] = {k: format_time(v) for k, v in sorted(self.backoff.items())}
+            out["backoff"] = {k: timestamps.format_time(v) for k, v in sorted(self.backoff.items())}
         reclaims = {**self.carried, **self.reclaims}
         if reclaims:
             out["reclaims"] = dict(sorted(reclaims.items()))

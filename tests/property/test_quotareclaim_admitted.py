@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 from descheduler.migration.admission import job_facts, snapshot_job_facts, workload_facts
 from descheduler.migration.arbiter import Verdict, arbitrate
 from descheduler.migration.executor import job_body
-from descheduler.migration.objects import format_time, parse_job
+from descheduler.migration.objects import parse_job
 from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import Policy, parse_policy
 from descheduler.snapshot import Snapshot, load_snapshot_objects
+from descheduler.timestamps import format_time
 from tests.quota_builders import NOW, node, pod, quota, ts
 
 WORKLOADS = ("web", "api")

@@ -52,3 +52,8 @@ def test_metav1_time_drops_the_fraction_rather_than_rounding() -> None:
 @pytest.mark.parametrize("moment", [WHOLE, FRACTION])
 def test_what_format_time_writes_parses_back_unchanged(moment: datetime) -> None:
     assert parse_time(format_time(moment)) == moment
+
+
+def test_a_time_without_a_zone_is_refused_when_a_zone_is_required() -> None:
+    with pytest.raises(ValueError, match="no time zone"):
+        parse_time("2026-01-15T12:00:00", zone_required=True)
