@@ -1,5 +1,13 @@
 """Shared pytest configuration; importing this makes `tests.builders` importable from every test.
 
+Tests mirror the layout of what they test (tests/scheduling for descheduler/scheduling,
+tests/strategies for strategies/, tests/test_budget.py for descheduler/budget.py, ...). What kind
+of test each is, is a marker set here, so one kind can be chosen or left out (`pytest -m property`,
+`pytest -m "not realcluster"`): `property` (hypothesis), `contract` (the same test against the fake
+API server and a real kube-apiserver: tests/contract), `realcluster` (the whole product on a real
+control plane: tests/realcluster) and `end_to_end` (a whole process or loop, in a file named
+test_end_to_end*.py or under tests/realcluster).
+
 Fixtures shared by more than one test package live here: the session's real control plane
 (tests/realcluster's harness), used by tests/realcluster and by the contract tests' real-server runs.
 """
@@ -26,3 +34,30 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         yield plane
     finally:
         plane.stop()
+
+
+KINDS = {
+    "property": "a hypothesis property test",
+    "contract": "the same test against the fake API server and a real kube-apiserver",
+    "realcluster": "the whole product on a real control plane ($KUBEBUILDER_ASSETS)",
+    "end_to_end": "a whole process or loop, end to end",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, what in KINDS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its kind (see the module docstring)."""
+    for item in items:
+        parts = item.path.parts
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker("property")
+        if "contract" in parts:
+            item.add_marker("contract")
+        if "realcluster" in parts:
+            item.add_marker("realcluster")
+        if "realcluster" in parts or item.path.name.startswith("test_end_to_end"):
+            item.add_marker("end_to_end")

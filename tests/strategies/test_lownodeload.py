@@ -135,7 +135,7 @@ def test_only_the_named_resources_are_evaluated() -> None:
 
 
 def test_a_resource_only_in_high_thresholds_never_reaches_the_planner() -> None:
-    # [fix] Koordinator ignores it silently; here it is a policy error (tests/test_policy.py has the details).
+    # [fix] Koordinator ignores it silently; here it is a policy error (tests/policy/test_policy.py has the details).
     with pytest.raises(PolicyError, match="memory is in highThresholds but not in lowThresholds"):
         plan(COOL, lnl_policy({"cpu": 40}, {"cpu": 60, "memory": 80}))
 

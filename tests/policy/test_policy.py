@@ -36,7 +36,7 @@ from descheduler.policy import (
 )
 from descheduler.policy.default import DEFAULT_POLICY_YAML
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "config" / "examples").glob("*.yaml"))
 
 
