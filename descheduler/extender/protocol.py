@@ -23,6 +23,7 @@ otherwise it sends the full `Nodes` list and reads `Nodes` back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 
@@ -126,6 +127,7 @@ class Request:
 
 _envelope = msgspec.json.Decoder(_Envelope)
 _binding = msgspec.json.Decoder(ExtenderBindingArgs)
+T = TypeVar("T")
 _names = msgspec.json.Decoder(list[str])
 _node_list = msgspec.json.Decoder(NodeList)
 _named = msgspec.json.Decoder(NamedObject)
@@ -144,14 +146,19 @@ def _where(error: msgspec.ValidationError, field: str) -> str:
     return f"{field}{path.rstrip('`')}: {message}" if path else f"{field}: {message}"
 
 
-def decode_envelope(body: bytes) -> tuple[bytes, bytes | None, bytes | None]:
-    """(Pod, Nodes, NodeNames) as raw JSON; a body that is not an ExtenderArgs object is a RequestError."""
+def _decode(decoder: msgspec.json.Decoder[T], body: bytes, kind: str) -> T:
+    """The body as `kind`; not JSON, or not that object, is a RequestError naming what is wrong."""
     try:
-        envelope = _envelope.decode(body)
+        return decoder.decode(body)
     except msgspec.ValidationError as err:
-        raise RequestError(f"body is not an ExtenderArgs object: {_where(err, '$')}") from None
+        raise RequestError(f"body is not an {kind} object: {_where(err, '$')}") from None
     except msgspec.DecodeError as err:
         raise RequestError(f"body is not valid JSON: {err}") from None
+
+
+def decode_envelope(body: bytes) -> tuple[bytes, bytes | None, bytes | None]:
+    """(Pod, Nodes, NodeNames) as raw JSON; a body that is not an ExtenderArgs object is a RequestError."""
+    envelope = _decode(_envelope, body, "ExtenderArgs")
     pod, nodes, names = (_present(part) for part in (envelope.Pod, envelope.Nodes, envelope.NodeNames))
     if pod is None:
         raise RequestError("ExtenderArgs.Pod is missing or null")
@@ -208,12 +215,7 @@ def decode_nodes(raw: bytes) -> tuple[list[str], list[msgspec.Raw]]:
 
 def decode_binding(body: bytes) -> ExtenderBindingArgs:
     """An ExtenderBindingArgs with every field set; anything else is a RequestError naming the field."""
-    try:
-        args = _binding.decode(body)
-    except msgspec.ValidationError as err:
-        raise RequestError(f"body is not an ExtenderBindingArgs object: {_where(err, '$')}") from None
-    except msgspec.DecodeError as err:
-        raise RequestError(f"body is not valid JSON: {err}") from None
+    args = _decode(_binding, body, "ExtenderBindingArgs")
     for field in ("PodName", "PodNamespace", "Node"):
         if not getattr(args, field):
             raise RequestError(f"ExtenderBindingArgs.{field} is missing or empty")
