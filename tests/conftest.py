@@ -4,9 +4,10 @@ Tests mirror the layout of what they test (tests/scheduling for descheduler/sche
 tests/strategies for strategies/, tests/test_budget.py for descheduler/budget.py, ...). What kind
 of test each is, is a marker set here, so one kind can be chosen or left out (`pytest -m property`,
 `pytest -m "not realcluster"`): `property` (hypothesis), `contract` (the same test against the fake
-API server and a real kube-apiserver: tests/contract), `realcluster` (the whole product on a real
-control plane: tests/realcluster) and `end_to_end` (a whole process or loop, in a file named
-test_end_to_end*.py or under tests/realcluster).
+API server and a real kube-apiserver, through the `api_server` fixture of
+tests/fakecluster/apiserver), `realcluster` (the whole product on a real control plane:
+tests/realcluster, which spans every package) and `end_to_end` (a whole process or loop, in a file
+named test_end_to_end*.py or under tests/realcluster).
 
 Fixtures shared by more than one test package live here: the session's real control plane
 (tests/realcluster's harness), used by tests/realcluster and by the contract tests' real-server runs.
@@ -55,7 +56,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         parts = item.path.parts
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker("property")
-        if "contract" in parts:
+        if "api_server" in getattr(item, "fixturenames", ()):
             item.add_marker("contract")
         if "realcluster" in parts:
             item.add_marker("realcluster")
