@@ -18,7 +18,13 @@ import numpy.typing as npt
 
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
 from descheduler.model import MigrationJob, Pod, Reservation
-from descheduler.scheduling.table import IntArray, NodeTable
+from descheduler.scheduling.table import (
+    IntArray,
+    NodeTable,
+    count_move_target,
+    count_reservation,
+    covered_by_reservation,
+)
 from descheduler.scheduling.view import ClusterView
 
 ObjectArray = npt.NDArray[np.object_]
@@ -172,8 +178,9 @@ def apply_reservation(state: ClusterState, name: str, new: Reservation | None) -
     jobs = [j for j in snapshot.jobs if j.active and j.target_node in touched and j.target_node in table.index]
     moving = _moving_pods(snapshot.pods, jobs) if jobs else {}
     before = [_job_covered(j, moving, snapshot.reservations, table.index) for j in jobs]
-    _count(state, old, -1)
-    _count(state, new, 1)
+    for reservation, sign in ((old, -1), (new, 1)):
+        if reservation is not None:
+            count_reservation(table, reservation, sign, (state.view,))
     table.snapshot = dataclasses.replace(snapshot, reservations=after)
     for job, was in zip(jobs, before, strict=True):
         now = _job_covered(job, moving, after, table.index)
@@ -181,11 +188,8 @@ def apply_reservation(state: ClusterState, name: str, new: Reservation | None) -
         if now is None or was is None or now == was or pod is None:
             continue
         load = table.load_of(pod)
-        incoming = np.maximum(load.usage, load.estimate) * (-1 if now else 1)
-        row = table.index[job.target_node]
         for arrays in (table, state.view):
-            arrays.usage[row] += incoming
-            arrays.estimated[row] += incoming
+            count_move_target(arrays, table.index[job.target_node], load, -1 if now else 1)
     return True
 
 
@@ -202,17 +206,4 @@ def _job_covered(
     pod = moving.get(f"{job.pod.namespace}/{job.pod.name}")
     if pod is None or pod.deleting or pod.terminal or pod.node_name not in index:
         return None
-    return any(r.holds_room and r.node_name == job.target_node and r.owned_by(pod) for r in reservations)
-
-
-def _count(state: ClusterState, reservation: Reservation | None, sign: int) -> None:
-    table = state.table
-    if reservation is None or not reservation.holds_room or reservation.node_name not in table.index:
-        return
-    row = table.index[reservation.node_name]
-    table.reserved[row] += sign * table.vector(reservation.resources)
-    incoming = sign * table.reservation_estimate(reservation)
-    for arrays in (table, state.view):
-        arrays.usage[row] += incoming
-        arrays.estimated[row] += incoming
-        arrays.aggregated[row] += incoming
+    return covered_by_reservation(job.target_node, pod, reservations)

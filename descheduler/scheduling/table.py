@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -73,6 +73,19 @@ def shift_load(arrays: LoadArrays, row: int, load: PodLoad, sign: int, *, reques
     if load.prod:
         arrays.prod_usage[row] += sign * load.usage
         arrays.prod_estimated[row] += sign * landed
+
+
+def count_move_target(arrays: LoadArrays, row: int, load: PodLoad, sign: int) -> None:
+    """A move in flight that no Reservation stands in for: the pod's load counts on its target
+    (`sign` 1, or -1 to take it back) before it runs there, as max(usage, estimate)."""
+    incoming = sign * np.maximum(load.usage, load.estimate)
+    arrays.usage[row] += incoming
+    arrays.estimated[row] += incoming
+
+
+def covered_by_reservation(target: str, pod: Pod, reservations: Iterable[Reservation]) -> bool:
+    """Whether a Reservation of the moved pod on `target` stands in for it there."""
+    return any(r.holds_room and r.node_name == target and r.owned_by(pod) for r in reservations)
 
 
 @dataclass(slots=True)
@@ -417,9 +430,6 @@ def _fill_pods(table: NodeTable, snapshot: Snapshot, args: SchedulingArgs) -> No
     table.prod_estimated[:] = prod + prod_unreported
     aggregated = np.maximum(table.aggregated - leaving, 0) + unreported
     table.aggregated[:] = np.where(table.has_aggregated[:, None], aggregated, 0)
-    for reservation in snapshot.reservations:
-        if reservation.holds_room and reservation.node_name in table.index:
-            table.reserved[table.index[reservation.node_name]] += table.vector(reservation.resources)
 
 
 def _departed(table: NodeTable, snapshot: Snapshot) -> IntArray:
@@ -446,19 +456,27 @@ def _departed(table: NodeTable, snapshot: Snapshot) -> IntArray:
     return out
 
 
+def count_reservation(table: NodeTable, reservation: Reservation, sign: int, views: Iterable[LoadArrays] = ()) -> None:
+    """A Reservation on its node (`sign` 1, or -1 to take it back), in the table and `views`: the
+    room it holds, and, since the pod it stands in for does not run yet, what the estimator expects
+    of its requests, counted as usage (scheduling-core.md §4)."""
+    row = table.index.get(reservation.node_name)
+    if row is None or not reservation.holds_room:
+        return
+    table.reserved[row] += sign * table.vector(reservation.resources)
+    incoming = sign * table.reservation_estimate(reservation)
+    for arrays in (table, *views):
+        arrays.usage[row] += incoming
+        arrays.estimated[row] += incoming
+        arrays.aggregated[row] += incoming
+
+
 def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
     """Moves already under way count where they are going, not where they were (scheduling-core.md §4)."""
     active = {f"{j.pod.namespace}/{j.pod.name}" for j in snapshot.jobs if j.active}
     pods = {p.key: p for p in snapshot.pods if p.key in active} if active else {}
     for reservation in snapshot.reservations:
-        row = table.index.get(reservation.node_name)
-        if row is None or not reservation.holds_room:
-            continue
-        # The replacement is not running yet: count what the estimator expects of its requests.
-        incoming = table.reservation_estimate(reservation)
-        table.usage[row] += incoming
-        table.estimated[row] += incoming
-        table.aggregated[row] += incoming
+        count_reservation(table, reservation, 1)
     for job in snapshot.jobs:
         pod = pods.get(f"{job.pod.namespace}/{job.pod.name}")
         if not job.active or pod is None or pod.deleting or pod.terminal or pod.node_name not in table.index:
@@ -467,12 +485,8 @@ def _fill_in_flight(table: NodeTable, snapshot: Snapshot) -> None:
         # Its load is leaving; its requests stay until the pod is gone.
         shift_load(table, table.index[pod.node_name], load, -1, requests=False)
         target = table.index.get(job.target_node)
-        if target is not None and not any(
-            r.holds_room and r.node_name == job.target_node and r.owned_by(pod) for r in snapshot.reservations
-        ):
-            incoming = np.maximum(load.usage, load.estimate)
-            table.usage[target] += incoming
-            table.estimated[target] += incoming
+        if target is not None and not covered_by_reservation(job.target_node, pod, snapshot.reservations):
+            count_move_target(table, target, load, 1)
     np.maximum(table.usage, 0, out=table.usage)
     np.maximum(table.estimated, 0, out=table.estimated)
     np.maximum(table.aggregated, 0, out=table.aggregated)
