@@ -13,7 +13,6 @@ from strategies.quota.pacing import parse_time
 from strategies.quota.round import (
     Round,
     budget_refusal,
-    fork_budget,
     max_evictions_per_lender,
     max_evictions_per_round,
     take,
@@ -69,7 +68,7 @@ def _trim(rnd: Round, name: str, over: list[str], since: datetime, now: datetime
     used = ledger.used[name]
     removed: list[Unit] = []
     trial_used = used
-    trial = fork_budget(rnd.round_budget)
+    trial = rnd.round_budget.fork()
     per_lender = dict(rnd.per_lender)
     for unit in candidates:
         if not _over(trial_used, maximum):

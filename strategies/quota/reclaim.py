@@ -36,7 +36,6 @@ from strategies.quota.round import (
     MAX_EVICTIONS_PER_LENDER,
     Round,
     budget_refusal,
-    fork_budget,
     max_evictions_per_lender,
     max_evictions_per_round,
     take,
@@ -223,7 +222,7 @@ class Attempt:
                 "waiting_priority": self.pod.priority or 0,
             }
             return Refusal(code=LOWER_PRIORITY, facts=facts)
-        trial = fork_budget(rnd.round_budget)
+        trial = rnd.round_budget.fork()
         for pick in self.picks:
             take(trial, pick)
         refusal = budget_refusal(trial, unit)

@@ -51,15 +51,9 @@ MAX_EVICTIONS_PER_LENDER = define(
 DRY_RUN = define("DryRun", "dryRun: would evict: {reason}", brief="dryRun: would evict")
 
 
-def fork_budget(budget: EvictionBudget) -> EvictionBudget:
-    """A copy to try victims on without touching the original: all of its counts and limits,
-    the migration limits ahead included (`EvictionBudget.fork`)."""
-    return budget.fork()
-
-
 def budget_refusal(budget: EvictionBudget, unit: Unit) -> Refusal | None:
     """Why the cycle limits or a PDB refuse this unit (all its pods at once), or None."""
-    trial = fork_budget(budget)
+    trial = budget.fork()
     for pod in unit.pods:
         refusal = trial.refusal(pod, pod.node_name)
         if refusal is not None:
@@ -108,7 +102,7 @@ class Round:
 
     def __post_init__(self) -> None:
         if self.budget is None:
-            self.budget = fork_budget(self.ctx.budget)
+            self.budget = self.ctx.budget.fork()
 
     @property
     def round_budget(self) -> EvictionBudget:
