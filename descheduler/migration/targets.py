@@ -8,10 +8,12 @@ from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
 import msgspec
+import numpy as np
 
 from descheduler.model import MigrationJob, Pod, Reservation
 from descheduler.policy import SchedulingArgs
 from descheduler.scheduling import ClusterView, best_node, build_table, refusal
+from descheduler.scheduling.predicates import over_thresholds
 from descheduler.scheduling.table import METRIC_NONE, shift_load
 from descheduler.snapshot import Snapshot
 
@@ -83,10 +85,11 @@ class Placement:
         if row is None or table.metric[row] == METRIC_NONE:
             return ""
         used, alloc, limit = self.view.estimated[row], table.alloc[row], table.thresholds[row]
-        for col, name in enumerate(table.resources):
-            if limit[col] > 0 and alloc[col] > 0 and used[col] * 100 > limit[col] * alloc[col]:
-                return f"node {node} {name} {used[col] * 100 / alloc[col]:.0f}% > {limit[col]:g}%"
-        return ""
+        over = np.flatnonzero(over_thresholds(used, alloc, limit))
+        if not over.size:
+            return ""
+        col = int(over[0])
+        return f"node {node} {table.resources[col]} {used[col] * 100 / alloc[col]:.0f}% > {limit[col]:g}%"
 
     def hold(self, pod: Pod, node: str) -> None:
         """Count the pod's requests and expected load on `node` for the rest of the pass."""

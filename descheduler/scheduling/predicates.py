@@ -125,6 +125,13 @@ def _held_room_would_fit(refusal: Refusal) -> bool:
     return int(facts["free"]) + int(facts["others"]) >= int(facts["requested"])
 
 
+def over_thresholds(used: IntArray, alloc: IntArray, thresholds: FloatArray) -> BoolArray:
+    """Where usage is above its load threshold percent (scheduling-core.md §3); a threshold of 0, or
+    a resource the node does not have, checks nothing."""
+    over: BoolArray = (thresholds > 0) & (alloc > 0) & (used * 100 > thresholds * alloc)
+    return over
+
+
 # --- reservations the pod may count as its own -----------------------------------------------
 
 
@@ -391,7 +398,7 @@ def load_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -
         thresholds = np.where(prod_rows[:, None], table.prod_thresholds, thresholds)
         basis[prod_rows] = LOAD_PROD
     after = base + load.estimate
-    over: BoolArray = (thresholds > 0) & (table.alloc > 0) & (after * 100 > thresholds * table.alloc)
+    over = over_thresholds(after, table.alloc, thresholds)
     any_over = any_column(over)
     reject: BoolArray = np.asarray(any_over & (table.metric != METRIC_NONE))
     expired = np.zeros(n, dtype=np.bool_)
