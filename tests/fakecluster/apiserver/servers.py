@@ -24,7 +24,7 @@ from kubernetes import config
 
 from descheduler.fakecluster.apiserver import RESOURCES, FakeApiServer, ResourceTable, ResourceType
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TABLE = ResourceTable(RESOURCES)
 
 
@@ -120,9 +120,11 @@ class ServerUnderTest:
         """Our CRDs (deploy/base/crds) on the real server, waiting until they are served; the fake has them built in."""
         if not self.real:
             return
-        for path in sorted((REPO / "deploy" / "base" / "crds").glob("*.yaml")):
-            if path.name == "kustomization.yaml":
-                continue
+        manifests = [
+            p for p in sorted((REPO / "deploy" / "base" / "crds").glob("*.yaml")) if p.name != "kustomization.yaml"
+        ]
+        assert manifests, f"no CRD manifests in {REPO / 'deploy' / 'base' / 'crds'}"
+        for path in manifests:
             crd = yaml.safe_load(path.read_text())
             status, _, raw = self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
             assert status in (201, 409), raw
