@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import replace
 
 from descheduler.migration import limits as migration_limits
-from descheduler.migration.admission import snapshot_job_facts, workload_facts
+from descheduler.migration.admission import snapshot_job_facts, workload_of
 from descheduler.migration.limits import JobFacts, WorkloadFacts, cooling_sources
 from descheduler.model import Pod
 from descheduler.policy import Limits, MigrationArgs
@@ -84,9 +84,10 @@ class EvictionBudget:
                     job = replace(job, phase="Running", started=job.started or snapshot.now)
                 self._jobs.setdefault(job.workload, []).append(job)
         self._planned: dict[str, list[JobFacts]] = {}  # by workload: moves planned, as admitted jobs
-        self._workloads: dict[str, WorkloadFacts] = {}
-        if migration is not None:
-            self._workloads = workload_facts(snapshot, {p.owner.uid for p in snapshot.pods if p.owner is not None})
+        # Workload facts, read on first need: most workloads never have a move considered.
+        self._workloads: dict[str, WorkloadFacts | None] = {}
+        self._pods_by_owner: dict[str, list[Pod]] | None = None
+        self._answers: dict[tuple[str, bool], Refusal | None] = {}  # workload_refusal's, until take()
         self.cooling_nodes = frozenset(
             cooling_sources(facts, migration.cooldown, snapshot.now) if migration is not None else ()
         )
@@ -99,6 +100,7 @@ class EvictionBudget:
         forked.per_namespace = Counter(self.per_namespace)
         forked.per_pdb = Counter(self.per_pdb)
         forked._planned = {uid: list(moves) for uid, moves in self._planned.items()}
+        forked._answers = dict(self._answers)
         return forked
 
     @property
@@ -131,14 +133,28 @@ class EvictionBudget:
         owner = pod.owner
         if self.migration is None or owner is None or not owner.uid:
             return None
-        workload = self._workloads.get(owner.uid)
+        workload = self._workload(owner.uid)
         if workload is None:
             return None
-        jobs = [*self._jobs.get(owner.uid, ()), *self._planned.get(owner.uid, ())]
-        moves = migration_limits.moves_of(owner.uid, jobs, _THIS_CYCLE)
-        return migration_limits.workload_never(workload, self.migration) or migration_limits.workload_limits(
-            workload, pod.key, moves, self.migration, self.snapshot.now
-        )
+        # The answer depends on the pod only through whether it is Ready (maxUnavailablePerWorkload).
+        key = (owner.uid, pod.key in workload.ready)
+        if key not in self._answers:
+            jobs = [*self._jobs.get(owner.uid, ()), *self._planned.get(owner.uid, ())]
+            moves = migration_limits.moves_of(owner.uid, jobs, _THIS_CYCLE)
+            self._answers[key] = migration_limits.workload_never(
+                workload, self.migration
+            ) or migration_limits.workload_limits(workload, pod.key, moves, self.migration, self.snapshot.now)
+        return self._answers[key]
+
+    def _workload(self, uid: str) -> WorkloadFacts | None:
+        if uid not in self._workloads:
+            if self._pods_by_owner is None:
+                self._pods_by_owner = {}
+                for pod in self.snapshot.pods:
+                    if pod.owner is not None:
+                        self._pods_by_owner.setdefault(pod.owner.uid, []).append(pod)
+            self._workloads[uid] = workload_of(self.snapshot, uid, self._pods_by_owner.get(uid, ()))
+        return self._workloads[uid]
 
     def pdb_refusal(self, pod: Pod) -> Refusal | None:
         pdbs = self.snapshot.pdbs_for(pod)
@@ -169,6 +185,8 @@ class EvictionBudget:
                 started=self.snapshot.now,
             )
             self._planned.setdefault(pod.owner.uid, []).append(move)
+            self._answers.pop((pod.owner.uid, True), None)
+            self._answers.pop((pod.owner.uid, False), None)
         self.per_node[node] += 1
         self.per_namespace[pod.namespace] += 1
         for pdb in self.snapshot.pdbs_for(pod):

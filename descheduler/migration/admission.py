@@ -14,7 +14,7 @@ shop/web-7d9f5") is made here and is the subject of every workload limit's refus
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import cast
 
@@ -84,28 +84,30 @@ def snapshot_job_facts(job: MigrationJob) -> JobFacts:
 def workload_facts(snapshot: Snapshot, uids: Iterable[str]) -> dict[str, WorkloadFacts]:
     """The workloads of these controller UIDs: size (`Snapshot.replicas_of`), label and Ready pods.
     A UID the snapshot knows nothing of (no controller with spec.replicas, no pod) is left out."""
-    wanted = {uid for uid in uids if uid}
-    if not wanted:
+    pods: dict[str, list[Pod]] = {uid: [] for uid in uids if uid}
+    if not pods:
         return {}
-    ready: dict[str, set[str]] = {uid: set() for uid in wanted}
-    sample: dict[str, Pod] = {}
     for pod in snapshot.pods:
-        if pod.owner is None or pod.owner.uid not in wanted:
-            continue
-        sample.setdefault(pod.owner.uid, pod)
-        if pod.ready and not pod.deleting and not pod.terminal:
-            ready[pod.owner.uid].add(pod.key)
+        if pod.owner is not None and pod.owner.uid in pods:
+            pods[pod.owner.uid].append(pod)
     out = {}
-    for uid in sorted(wanted):
-        example = sample.get(uid)
-        workload = snapshot.workloads.get(uid)
-        if example is None and (workload is None or workload.replicas is None):
-            continue  # nothing left of it to count: the job's own checks will fail it
-        if workload is not None:
-            label = f"{workload.kind} {workload.namespace}/{workload.name}"
-        elif example is not None and example.owner is not None:
-            label = f"{example.owner.kind} {example.namespace}/{example.owner.name}"
-        else:
-            label = uid
-        out[uid] = WorkloadFacts(uid, label, snapshot.replicas_of(uid), frozenset(ready[uid]))
+    for uid in sorted(pods):
+        facts = workload_of(snapshot, uid, pods[uid])
+        if facts is not None:
+            out[uid] = facts
     return out
+
+
+def workload_of(snapshot: Snapshot, uid: str, pods: Sequence[Pod]) -> WorkloadFacts | None:
+    """One workload's facts from its pods (those of the snapshot whose controller is `uid`); None
+    when nothing is left of it to count (the job's own checks will fail it)."""
+    workload = snapshot.workloads.get(uid)
+    if not pods and (workload is None or workload.replicas is None):
+        return None
+    if workload is not None:
+        label = f"{workload.kind} {workload.namespace}/{workload.name}"
+    else:
+        owner = pods[0].owner
+        label = f"{owner.kind} {pods[0].namespace}/{owner.name}" if owner is not None else uid
+    ready = frozenset(p.key for p in pods if p.ready and not p.deleting and not p.terminal)
+    return WorkloadFacts(uid, label, snapshot.replicas_of(uid), ready)
