@@ -15,6 +15,7 @@ Fixtures shared by more than one test package live here: the session's real cont
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -35,6 +36,18 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """A test that configures logging in-process (the CLI does) leaves the root handler writing to
+    that test's captured stderr, which is closed once it ends; put the handlers back, so a later
+    test's background thread does not log to a closed stream."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers = handlers
+    root.setLevel(level)
 
 
 KINDS = {
