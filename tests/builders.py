@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from descheduler.plan import Plan
-from descheduler.plan_cycle import State, plan_cycle
+from descheduler.plan_cycle import Cycle, State, plan_cycle
 from descheduler.policy import Policy, parse_policy
 from descheduler.quantity import to_units
 from descheduler.snapshot import Snapshot, load_snapshot_objects
@@ -370,23 +370,23 @@ def policy(policy_yaml: str) -> Policy:
 
 def plan(
     objects: Iterable[Mapping[str, Any]], policy_yaml: str, now: datetime = NOW, state: State | None = None
-) -> tuple[Plan, dict[str, Any]]:
+) -> Cycle:
     """One planning cycle over these objects; the Plan and the state for the next cycle."""
     return plan_cycle(snapshot(objects, now), policy(policy_yaml), state)
 
 
-def moves(result: Plan | tuple[Plan, Any]) -> list[tuple[str, str, str | None]]:
+def moves(result: Plan | Cycle) -> list[tuple[str, str, str | None]]:
     """(pod name, source, target) of every migration, in plan order."""
-    p = result[0] if isinstance(result, tuple) else result
+    p = result.plan if isinstance(result, Cycle) else result
     return [(m.pod.name, m.source_node, m.target_node) for m in p.migrations]
 
 
-def skips(result: Plan | tuple[Plan, Any]) -> dict[str, str]:
+def skips(result: Plan | Cycle) -> dict[str, str]:
     """pod name -> reason of every skipped candidate (the last reason when skipped twice)."""
-    p = result[0] if isinstance(result, tuple) else result
+    p = result.plan if isinstance(result, Cycle) else result
     return {s.pod.name: s.reason for s in p.skipped}
 
 
-def classes(result: Plan | tuple[Plan, Any]) -> dict[str, str]:
-    p = result[0] if isinstance(result, tuple) else result
+def classes(result: Plan | Cycle) -> dict[str, str]:
+    p = result.plan if isinstance(result, Cycle) else result
     return {n.name: n.node_class for n in p.nodes}

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from descheduler.plan import NodeReport, Plan
+from descheduler.plan_cycle import Cycle
 from descheduler.policy import PolicyError
 from strategies.victims import minimal_cover
 from tests.builders import (
@@ -40,8 +42,9 @@ COOL = loaded_node("cool", [])
 HOT = loaded_node("hot", [("a", "1"), ("b", "4")])
 
 
-def reports(result: Any) -> dict[str, Any]:
-    return {n.name: n for n in result[0].nodes}
+def reports(result: Plan | Cycle) -> dict[str, NodeReport]:
+    plan = result.plan if isinstance(result, Cycle) else result
+    return {n.name: n for n in plan.nodes}
 
 
 # --- the basic move -----------------------------------------------------------------------
@@ -52,7 +55,7 @@ def test_hot_node_moves_the_pod_that_best_covers_its_excess_to_a_low_node() -> N
     objs = [*loaded_node("hot", [("a", "2"), ("b", "1500m"), ("c", "1"), ("d", "500m")]), *COOL]
     result = plan(objs, lnl_policy())
     assert moves(result) == [("d", "hot", "cool")]
-    migration = result[0].migrations[0]
+    migration = result.plan.migrations[0]
     assert migration.mode == "ReservationFirst"
     assert migration.reason == "node hot cpu 62% > high 60%"
     assert dict(migration.usage) == {"cpu": 500}
@@ -73,7 +76,7 @@ def test_cordoned_cool_node_is_normal_not_low_and_never_a_target() -> None:
     assert classes(result) == {"cordoned": "normal", "hot": "high"}
     assert reports(result)["cordoned"].reason == "cool but not schedulable (cordoned or not Ready)"
     assert moves(result) == []
-    assert "LowNodeLoad pool default: 1 hot node(s) but no low node to move load to" in result[0].warnings
+    assert "LowNodeLoad pool default: 1 hot node(s) but no low node to move load to" in result.plan.warnings
 
 
 def test_nodes_without_a_fresh_metric_are_excluded_with_their_reason() -> None:
@@ -122,7 +125,7 @@ def test_extended_resources_and_pods_count_use_requests() -> None:
     assert reports(result)["hot"].usage == {"nvidia.com/gpu": 3 / 4, "pods": 2 / 4}
     # excess: 1 gpu over 2; t2 (1 gpu) covers it exactly.
     assert moves(result) == [("t2", "hot", "cool")]
-    assert dict(result[0].migrations[0].usage) == {"nvidia.com/gpu": 1}
+    assert dict(result.plan.migrations[0].usage) == {"nvidia.com/gpu": 1}
 
 
 def test_only_the_named_resources_are_evaluated() -> None:
@@ -196,7 +199,7 @@ def test_a_pool_never_moves_load_to_another_pool() -> None:
     pools = [{"name": "x", "nodeSelector": {"matchLabels": {"pool": "x"}}}]
     result = plan(objs, lnl_policy(nodePools=pools))
     assert moves(result) == []
-    assert "LowNodeLoad pool x: 1 hot node(s) but no low node to move load to" in result[0].warnings
+    assert "LowNodeLoad pool x: 1 hot node(s) but no low node to move load to" in result.plan.warnings
 
 
 # --- guards -------------------------------------------------------------------------------
@@ -208,7 +211,7 @@ def test_number_of_nodes_guard_needs_strictly_more_low_nodes(number_of_nodes: in
     result = plan(objs, lnl_policy(numberOfNodes=number_of_nodes))
     assert moves(result) == ([("a", "hot", "cool")] if acts else [])
     if number_of_nodes == 1:
-        assert "LowNodeLoad pool default: 1 low node(s) ≤ numberOfNodes 1; not acting" in result[0].warnings
+        assert "LowNodeLoad pool default: 1 low node(s) ≤ numberOfNodes 1; not acting" in result.plan.warnings
 
 
 def test_every_node_low_means_nothing_to_do() -> None:
@@ -228,7 +231,7 @@ def test_debounce_acts_after_exactly_n_consecutive_hot_cycles() -> None:
     for cycle in (1, 2):
         result, state = plan(objs, policy, state=state)
         assert moves(result) == []
-        report = reports((result,))["hot"]
+        report = reports(result)["hot"]
         assert (report.hot_cycles, report.hot_cycles_needed) == (cycle, 3)
         assert report.reason == f"cpu 62% > high 60% (hot for {cycle} of 3 cycles; not acting yet)"
     result, state = plan(objs, policy, state=state)
@@ -243,7 +246,7 @@ def test_debounce_counter_resets_when_the_node_cools_down() -> None:
     _, state = plan(cooled, policy, state=state)
     result, state = plan(hot, policy, state=state)
     assert moves(result) == []
-    assert reports((result,))["hot"].hot_cycles == 1
+    assert reports(result)["hot"].hot_cycles == 1
 
 
 def test_debounce_of_one_acts_at_once() -> None:
@@ -266,7 +269,7 @@ def test_sources_are_taken_hottest_first_by_normalised_usage() -> None:
     result = plan(objs, policy)
     assert moves(result) == [("a1", "hot-a", "cool")]
     assert "b1" not in skips(result)
-    assert any("maxEvictionsPerCycle 1 reached; not relieved this cycle: hot-b" in w for w in result[0].warnings)
+    assert any("maxEvictionsPerCycle 1 reached; not relieved this cycle: hot-b" in w for w in result.plan.warnings)
 
 
 def test_per_target_accounting_two_pods_cannot_both_take_the_last_room_on_a_target() -> None:
@@ -380,7 +383,7 @@ def test_node_fit_false_skips_predicates_and_plans_evict_directly() -> None:
     objs = [*HOT, *loaded_node("tainted", [], taints=[TAINT])]
     result = plan(objs, lnl_policy(nodeFit=False))
     assert moves(result) == [("a", "hot", "tainted")]
-    assert result[0].migrations[0].mode == "EvictDirectly"
+    assert result.plan.migrations[0].mode == "EvictDirectly"
 
 
 def test_node_fit_false_keeps_the_load_check() -> None:
@@ -417,7 +420,7 @@ def test_limits(limits: dict[str, int], moved: int) -> None:
     if moved < 3:
         # A namespace limit refuses pod by pod; cycle and node limits stop the node with one warning.
         limit_skips = [r for r in skips(result).values() if r.startswith("limit ")]
-        limit_warnings = [w for w in result[0].warnings if "limit maxEvictions" in w]
+        limit_warnings = [w for w in result.plan.warnings if "limit maxEvictions" in w]
         if "maxEvictionsPerNamespace" in limits:
             assert len(limit_skips) == 7 - moved
         else:
@@ -434,7 +437,7 @@ def test_limit_reasons_name_the_limit() -> None:
 
 def test_zero_cycle_limit_warns_that_nothing_will_move() -> None:
     result = plan([*loaded_node("hot", SEVEN), *COOL], lnl_policy(limits={"maxEvictionsPerCycle": 0}))
-    assert "limits.maxEvictionsPerCycle is 0: nothing will ever move" in result[0].warnings
+    assert "limits.maxEvictionsPerCycle is 0: nothing will ever move" in result.plan.warnings
 
 
 def test_namespace_limit_counts_per_namespace() -> None:

@@ -18,7 +18,7 @@ TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
 
 def skipped(result: tuple[Plan, Any]) -> dict[str, Skip]:
-    return {s.pod.name: s for s in result[0].skipped}
+    return {s.pod.name: s for s in result.plan.skipped}
 
 
 def over_on_memory_only() -> list[dict[str, Any]]:
