@@ -429,7 +429,7 @@ def test_limits(limits: dict[str, int], moved: int) -> None:
 
 def test_limit_reasons_name_the_limit() -> None:
     objs = [*loaded_node("hot", SEVEN), *spread_targets()]
-    warnings = plan(objs, lnl_policy(limits={"maxEvictionsPerNode": 1}, podSortKeys=["name"]))[0].warnings
+    warnings = plan(objs, lnl_policy(limits={"maxEvictionsPerNode": 1}, podSortKeys=["name"])).plan.warnings
     assert "node hot is still hot: limit maxEvictionsPerNode 1 reached on hot" in warnings
     sk = skips(plan(objs, lnl_policy(limits={"maxEvictionsPerNamespace": 1}, podSortKeys=["name"])))
     assert sk["p1"] == "limit maxEvictionsPerNamespace 1 reached in default"
@@ -618,13 +618,13 @@ def test_victim_selection_minimal_falls_back_to_the_next_set_when_a_pod_cannot_m
 
 def test_configurations_that_can_never_move_anything_are_warned_about() -> None:
     objs = [*HOT, *COOL]
-    warnings = plan(objs, lnl_policy({"cpu": 0}, {"cpu": 60}))[0].warnings
+    warnings = plan(objs, lnl_policy({"cpu": 0}, {"cpu": 60})).plan.warnings
     assert (
         "LowNodeLoad pool default: lowThresholds cpu are 0%, so only a node with no usage at all can be low" in warnings
     )
-    warnings = plan(objs, lnl_policy({"cpu": 40}, {"cpu": 100}))[0].warnings
+    warnings = plan(objs, lnl_policy({"cpu": 40}, {"cpu": 100})).plan.warnings
     assert "LowNodeLoad pool default: every highThreshold is 100%, so no node can ever be high" in warnings
-    warnings = plan(objs, lnl_policy(numberOfNodes=2))[0].warnings
+    warnings = plan(objs, lnl_policy(numberOfNodes=2)).plan.warnings
     assert "LowNodeLoad pool default: numberOfNodes 2 needs more low nodes than the pool's 2 node(s)" in warnings
 
 
