@@ -58,6 +58,26 @@ PDB_EXHAUSTED = define(
 _THIS_CYCLE = "(planned)"
 
 
+class _Workloads:
+    """Workload facts, read when a move of the workload is first weighed (most never are): one pass
+    groups the snapshot's pods by owner, then each workload's facts come from its own pods."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._pods: dict[str, list[Pod]] | None = None
+        self._facts: dict[str, WorkloadFacts | None] = {}
+
+    def get(self, uid: str) -> WorkloadFacts | None:
+        if uid not in self._facts:
+            if self._pods is None:
+                self._pods = {}
+                for pod in self.snapshot.pods:
+                    if pod.owner is not None:
+                        self._pods.setdefault(pod.owner.uid, []).append(pod)
+            self._facts[uid] = workload_of(self.snapshot, uid, self._pods.get(uid, ()))
+        return self._facts[uid]
+
+
 class EvictionBudget:
     """Counts planned moves against `limits`, each PDB's disruptionsAllowed and, with `migration`,
     a workload's migration limits."""
@@ -84,9 +104,7 @@ class EvictionBudget:
                     job = replace(job, phase="Running", started=job.started or snapshot.now)
                 self._jobs.setdefault(job.workload, []).append(job)
         self._planned: dict[str, list[JobFacts]] = {}  # by workload: moves planned, as admitted jobs
-        # Workload facts, read on first need: most workloads never have a move considered.
-        self._workloads: dict[str, WorkloadFacts | None] = {}
-        self._pods_by_owner: dict[str, list[Pod]] | None = None
+        self._workloads = _Workloads(snapshot)  # shared with forks: the facts do not change in a cycle
         self._answers: dict[tuple[str, bool], Refusal | None] = {}  # workload_refusal's, until take()
         self.cooling_nodes = frozenset(
             cooling_sources(facts, migration.cooldown, snapshot.now) if migration is not None else ()
@@ -133,7 +151,7 @@ class EvictionBudget:
         owner = pod.owner
         if self.migration is None or owner is None or not owner.uid:
             return None
-        workload = self._workload(owner.uid)
+        workload = self._workloads.get(owner.uid)
         if workload is None:
             return None
         # The answer depends on the pod only through whether it is Ready (maxUnavailablePerWorkload).
@@ -145,16 +163,6 @@ class EvictionBudget:
                 workload, self.migration
             ) or migration_limits.workload_limits(workload, pod.key, moves, self.migration, self.snapshot.now)
         return self._answers[key]
-
-    def _workload(self, uid: str) -> WorkloadFacts | None:
-        if uid not in self._workloads:
-            if self._pods_by_owner is None:
-                self._pods_by_owner = {}
-                for pod in self.snapshot.pods:
-                    if pod.owner is not None:
-                        self._pods_by_owner.setdefault(pod.owner.uid, []).append(pod)
-            self._workloads[uid] = workload_of(self.snapshot, uid, self._pods_by_owner.get(uid, ()))
-        return self._workloads[uid]
 
     def pdb_refusal(self, pod: Pod) -> Refusal | None:
         pdbs = self.snapshot.pdbs_for(pod)

@@ -9,11 +9,15 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel
 
 from descheduler.budget import EvictionBudget
+from descheduler.model import Pod
 from descheduler.plan import Migration, NodeReport, Skip
 from descheduler.policy import Policy
+from descheduler.refusal import Refusal, define
 from descheduler.scheduling import ClusterView, NodeTable
 from descheduler.scheduling.table import BoolArray
 from descheduler.snapshot import Snapshot
+
+MIGRATION_IN_PROGRESS = define("MigrationInProgress", "already being moved by a migration job")
 
 
 @dataclass(slots=True)
@@ -29,6 +33,10 @@ class PlanContext:
     moving: frozenset[str]  # pods ("namespace/name") that a migration job is already moving
     targets: BoolArray  # nodes that may receive moved pods (not a source within the migration cooldown)
     state: Mapping[str, Any] = field(default_factory=dict)  # this strategy's state from the last cycle
+
+    def moving_refusal(self, pod: Pod) -> Refusal | None:
+        """A pod a migration job is already moving is not planned again (every strategy)."""
+        return Refusal(code=MIGRATION_IN_PROGRESS) if pod.key in self.moving else None
 
 
 @dataclass(slots=True)

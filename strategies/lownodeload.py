@@ -37,7 +37,6 @@ from strategies.victims import minimal_cover
 _QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 _EPOCH = datetime.fromtimestamp(0).astimezone()
 
-MIGRATION_IN_PROGRESS = define("MigrationInProgress", "already being moved by a migration job")
 EVICTABLE_NAMESPACES = define(
     "EvictableNamespaces",
     "namespace {subject} is not in evictableNamespaces",
@@ -482,8 +481,9 @@ def _candidates(
         load = ctx.table.load_of(pod)
         if classified.kind == "prod" and not load.prod:
             continue
-        if pod.key in ctx.moving:
-            _skip(result, pod, node, Refusal(code=MIGRATION_IN_PROGRESS))
+        moving = ctx.moving_refusal(pod)
+        if moving is not None:
+            _skip(result, pod, node, moving)
             continue
         refusal = eviction_refusal(pod, ctx.snapshot, evictor)
         if (

@@ -32,7 +32,8 @@ GANG_SPANS_GROUPS = define(
 )
 QUOTA_SKIPPED = define("QuotaSkipped", "quota {subject} is skipped: {why}", brief="quota {subject} is skipped")
 NOT_PREEMPTIBLE = define("NotPreemptible", LABEL_QUOTA_PREEMPTIBLE + "=false")
-ALREADY_MOVING = define("AlreadyMoving", "already being moved")
+# A victim already planned this round (for another waiting pod) is not planned twice.
+PLANNED_THIS_ROUND = define("PlannedThisRound", "already being moved")
 NODE_UNUSABLE = define(
     "NodeUnusable",
     "on node {subject}, which is cordoned, not ready or outside the nodeSelector",
@@ -134,8 +135,10 @@ class Round:
             return hard
         if pod.labels.get(LABEL_QUOTA_PREEMPTIBLE, "").strip().lower() == "false":
             return Refusal(code=NOT_PREEMPTIBLE)
-        if pod.key in self.ctx.moving or pod.key in self.victims:
-            return Refusal(code=ALREADY_MOVING)
+        if moving := self.ctx.moving_refusal(pod):
+            return moving
+        if pod.key in self.victims:
+            return Refusal(code=PLANNED_THIS_ROUND)
         if pod.node_name not in self.usable_nodes and need_usable_node:
             return Refusal(code=NODE_UNUSABLE, subject=pod.node_name)
         return None

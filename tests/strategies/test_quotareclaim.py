@@ -16,6 +16,7 @@ from descheduler.snapshot import load_snapshot
 from strategies import registry
 from strategies.quota.tree import build_tree
 from strategies.quotareclaim import QuotaReclaim
+from tests.builders import migration_job
 from tests.quota_builders import (
     GPU,
     NOW,
@@ -506,3 +507,15 @@ def test_malformed_quantity_is_rejected_when_loading() -> None:
     objects[1] = quota("team-a", min={"cpu": "lots"})
     with pytest.raises(InputError):
         run(objects)
+
+
+def test_a_pod_a_migration_job_moves_is_skipped_with_the_code_every_strategy_gives_it() -> None:
+    job = migration_job("job-a-2", "a-2", "")
+    job["spec"]["podRef"]["namespace"] = "team-a"
+    plan, _ = run([*two_groups(), job])
+    skipped = {str(s.pod): s for s in plan.skipped}
+    assert (skipped["team-a/a-2"].code, skipped["team-a/a-2"].reason) == (
+        "MigrationInProgress",
+        "already being moved by a migration job",
+    )
+    assert "team-a/a-2" not in victims(plan)
