@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import cast
 
-from descheduler.migration.arbiter import JobFacts, WorkloadFacts
+from descheduler.migration.limits import JobFacts, WorkloadFacts
 from descheduler.migration.objects import (
     ANNOTATION_CYCLE,
     ANNOTATION_SOURCE_NODE,

@@ -15,45 +15,37 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from descheduler.migration import limits
-from descheduler.migration.limits import JobFacts, WorkloadFacts, cooling_sources
+from descheduler.migration.limits import JobFacts, WorkloadFacts
 from descheduler.policy import MigrationArgs
 from descheduler.refusal import Refusal
 
-__all__ = [
-    "ADMITTED",
-    "JobFacts",
-    "Verdict",
-    "WorkloadFacts",
-    "admission_order",
-    "arbitrate",
-    "cooling_sources",
-]
+__all__ = ["ADMITTED", "Verdict", "admission_order", "arbitrate"]
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Admit, wait (temporary: `retry_after` seconds when known) or never (`permanent`). A refused
-    job carries its `refusal`; `reason` is its code and `message` its words."""
+    """Admit, or not: a refused job carries its `refusal`, and waits (`retry_after` seconds when
+    known) unless the refusal is `permanent`."""
 
     job: str
-    admit: bool
-    reason: str = ""
-    message: str = ""
-    permanent: bool = False
-    retry_after: float | None = None
     refusal: Refusal | None = None
+    permanent: bool = False
 
-    @classmethod
-    def refused(cls, job: JobFacts, refusal: Refusal, *, permanent: bool) -> Verdict:
-        return cls(
-            job.name,
-            False,
-            refusal.code,
-            str(refusal),
-            permanent=permanent,
-            retry_after=None if permanent else limits.retry_after(refusal),
-            refusal=refusal,
-        )
+    @property
+    def admit(self) -> bool:
+        return self.refusal is None
+
+    @property
+    def reason(self) -> str:
+        return self.refusal.code if self.refusal is not None else ADMITTED
+
+    @property
+    def message(self) -> str:
+        return str(self.refusal) if self.refusal is not None else ""
+
+    @property
+    def retry_after(self) -> float | None:
+        return None if self.refusal is None or self.permanent else limits.retry_after(self.refusal)
 
 
 ADMITTED = "Admitted"
@@ -113,12 +105,12 @@ def arbitrate(
         never = _permanent(job, workload, args, min_replicas)
         wait = None if never is not None else _temporary(job, workload, counts, args, now)
         if never is not None:
-            verdict = Verdict.refused(job, never, permanent=True)
+            verdict = Verdict(job.name, never, permanent=True)
         elif wait is not None:
-            verdict = Verdict.refused(job, wait, permanent=False)
+            verdict = Verdict(job.name, wait)
         else:
             counts.admit(replace(job, phase="Running", started=now))
-            verdict = Verdict(job.name, True, ADMITTED)
+            verdict = Verdict(job.name)
         verdicts.append(verdict)
     return verdicts
 

@@ -29,7 +29,7 @@ import structlog
 from descheduler import decode, metrics
 from descheduler.events import EventRecorder, EventType, ObjectRef
 from descheduler.migration import steps
-from descheduler.migration.admission import job_facts, workload_facts
+from descheduler.migration.admission import workload_facts
 from descheduler.migration.api import ApiFailure, FetchedPod, MigrationApi
 from descheduler.migration.arbiter import arbitrate
 from descheduler.migration.cleanup import Cleanup
@@ -249,8 +249,7 @@ class MigrationController:
         snapshot = reads.snapshot()
         if snapshot is None:
             return
-        pods = {p.key: p for p in snapshot.pods}
-        facts = {h.job.name: job_facts(h.job, pods) for h in reads.handles}
+        facts = {f.name: f for f in reads.job_facts()}
         candidates = [facts[h.job.name] for h in waiting]
         verdicts = arbitrate(
             candidates,

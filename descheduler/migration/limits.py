@@ -61,12 +61,12 @@ class WorkloadFacts:
 POD_ALREADY_MOVING = define("PodAlreadyMoving", "another job is moving pod {subject}")
 
 
-def _in_flight_words(where: str) -> Callable[[Refusal], str]:
-    """Words of maxMigratingGlobally/PerNode/PerNamespace: 0 can never be met, else the jobs in
-    flight `where` (a template over the subject)."""
+def _in_flight_words(option: str, where: str) -> Callable[[Refusal], str]:
+    """Words of maxMigratingGlobally/PerNode/PerNamespace (`option`): 0 can never be met, else the
+    jobs in flight `where` (a template over the subject)."""
 
     def words(refusal: Refusal) -> str:
-        option, limit = refusal.code[0].lower() + refusal.code[1:], refusal.facts["limit"]
+        limit = refusal.facts["limit"]
         if limit == 0:
             return f"{option} is 0: no pod may ever move"
         return f"{refusal.facts['in_flight']} jobs in flight{where.format(subject=refusal.subject)} ({option} {limit})"
@@ -74,9 +74,11 @@ def _in_flight_words(where: str) -> Callable[[Refusal], str]:
     return words
 
 
-MAX_MIGRATING_GLOBALLY = define("MaxMigratingGlobally", _in_flight_words(""))
-MAX_MIGRATING_PER_NODE = define("MaxMigratingPerNode", _in_flight_words(" from node {subject}"))
-MAX_MIGRATING_PER_NAMESPACE = define("MaxMigratingPerNamespace", _in_flight_words(" in namespace {subject}"))
+MAX_MIGRATING_GLOBALLY = define("MaxMigratingGlobally", _in_flight_words("maxMigratingGlobally", ""))
+MAX_MIGRATING_PER_NODE = define("MaxMigratingPerNode", _in_flight_words("maxMigratingPerNode", " from node {subject}"))
+MAX_MIGRATING_PER_NAMESPACE = define(
+    "MaxMigratingPerNamespace", _in_flight_words("maxMigratingPerNamespace", " in namespace {subject}")
+)
 # The per-workload limits have two forms: resolved to 0 for the workload's size (no counts), and
 # the counts in the way now.
 MAX_MIGRATING_PER_WORKLOAD = define(
@@ -85,7 +87,7 @@ MAX_MIGRATING_PER_WORKLOAD = define(
         f"{r.subject} with {r.facts['replicas']} replicas allows {r.facts['limit']} pods migrating at once"
         if "before" not in r.facts
         else f"{r.subject} allows {r.facts['limit']} pod(s) migrating at once "
-        f"({r.facts['before']} in flight before this cycle)"
+        f"({r.facts['in_flight']} in flight, {r.facts['before']} of them from earlier cycles)"
     ),
 )
 MAX_UNAVAILABLE_PER_WORKLOAD = define(

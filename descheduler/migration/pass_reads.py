@@ -17,7 +17,7 @@ import structlog
 
 from descheduler import decode
 from descheduler.migration.admission import job_facts
-from descheduler.migration.arbiter import JobFacts, cooling_sources
+from descheduler.migration.limits import JobFacts, cooling_sources
 from descheduler.migration.objects import ANNOTATION_SOURCE_NODE, PodMigrationJob, parse_job
 from descheduler.migration.targets import Placement
 from descheduler.model import Pod
@@ -82,7 +82,7 @@ class PassReads:
         return self._snapshot
 
     def job_facts(self) -> list[JobFacts]:
-        """Every listed job as arbitration sees it."""
+        """Every listed job as arbitration sees it now (the jobs' statuses as this pass has left them)."""
         snapshot = self.snapshot()
         pods = {p.key: p for p in snapshot.pods} if snapshot is not None else {}
         return [job_facts(h.job, pods) for h in self.handles]

@@ -77,7 +77,11 @@ def shift_load(arrays: LoadArrays, row: int, load: PodLoad, sign: int, *, reques
 
 def count_move_target(arrays: LoadArrays, row: int, load: PodLoad, sign: int) -> None:
     """A move in flight that no Reservation stands in for: the pod's load counts on its target
-    (`sign` 1, or -1 to take it back) before it runs there, as max(usage, estimate)."""
+    (`sign` 1, or -1 to take it back) before it runs there, as max(usage, estimate).
+
+    Unlike `shift_load`, the aggregated and prod sums of the target are left alone and the usage
+    sum takes the estimate too: the rule as it was before the two were written once each. Making
+    it `shift_load(…, requests=False)` would change plans and is left for its own change."""
     incoming = sign * np.maximum(load.usage, load.estimate)
     arrays.usage[row] += incoming
     arrays.estimated[row] += incoming

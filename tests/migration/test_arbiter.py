@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from descheduler.migration.arbiter import JobFacts, WorkloadFacts, admission_order, arbitrate, cooling_sources
+from descheduler.migration.arbiter import admission_order, arbitrate
+from descheduler.migration.limits import JobFacts, WorkloadFacts, cooling_sources
 from descheduler.policy import MigrationArgs
 from descheduler.tokenbucket import TokenBucket, replay_tokens, replay_wait
 

@@ -15,7 +15,8 @@ import pytest
 from descheduler.budget import EvictionBudget
 from descheduler.migration import limits
 from descheduler.migration.admission import snapshot_job_facts, workload_facts
-from descheduler.migration.arbiter import JobFacts, WorkloadFacts, arbitrate
+from descheduler.migration.arbiter import arbitrate
+from descheduler.migration.limits import JobFacts, WorkloadFacts
 from descheduler.model import MigrationJob, Pod, PodRef
 from descheduler.policy import MigrationArgs, Policy, parse_policy
 from descheduler.snapshot import Snapshot
@@ -66,11 +67,13 @@ def test_workload_limits_that_resolve_to_zero_are_permanent() -> None:
     assert limits.min_replicas(WEB, 4) is None
 
 
-def test_in_flight_per_workload_says_how_many_an_earlier_cycle_started() -> None:
+def test_in_flight_per_workload_says_how_many_are_in_flight_and_how_many_an_earlier_cycle_started() -> None:
     a = args(maxMigratingPerWorkload=2)
     assert limits.max_migrating_per_workload(WEB, moves(in_flight=1, before=1), a) is None
     refusal = limits.max_migrating_per_workload(WEB, moves(in_flight=2, before=1), a)
-    assert str(refusal) == "ReplicaSet shop/web allows 2 pod(s) migrating at once (1 in flight before this cycle)"
+    assert str(refusal) == (
+        "ReplicaSet shop/web allows 2 pod(s) migrating at once (2 in flight, 1 of them from earlier cycles)"
+    )
 
 
 def test_unavailable_counts_pods_not_ready_or_moving_and_this_one_if_ready() -> None:
