@@ -84,7 +84,7 @@ def admission_order(pending: Iterable[JobFacts]) -> list[JobFacts]:
 
 
 # QuotaReclaim gives back what a quota lent and applies only the evictor's hard rules
-# (quotareclaim.md §2): the evictor's minReplicas, a switchable rule, does not hold its jobs back.
+# (quotareclaim.md §3): the evictor's minReplicas, a switchable rule, does not hold its jobs back.
 _WITHOUT_MIN_REPLICAS = frozenset({"QuotaReclaim"})
 
 
