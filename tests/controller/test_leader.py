@@ -13,6 +13,7 @@ from kubernetes import client
 
 from descheduler.controller.leader import LeaderElector, LeaseConfig
 from descheduler.fakecluster.apiserver import FakeApiServer
+from tests import waiting
 
 LEASE = {"lease_duration": 2.0, "renew_deadline": 1.2, "retry_period": 0.1}
 
@@ -61,12 +62,7 @@ def watch_leaders(candidates: list[Candidate], stop: threading.Event, overlaps: 
 
 
 def wait_for(predicate: Any, timeout: float) -> float:
-    began = time.monotonic()
-    while not predicate():
-        if time.monotonic() - began > timeout:
-            raise AssertionError("timed out")
-        time.sleep(0.01)
-    return time.monotonic() - began
+    return waiting.wait_for(predicate, timeout, interval=0.01)
 
 
 def lease(server: FakeApiServer) -> Any:

@@ -7,11 +7,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,6 +23,7 @@ from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import load_demo_scenario
 from descheduler.kube import CLUSTER_KINDS, ClusterCache, connect
 from descheduler.migration.executor import Executor
+from tests.waiting import wait_for
 
 # Deadlines are derived from the policy's interval (the policy file is re-read before every cycle)
 # and the cache's sync, times a generous factor: the test waits on conditions, not on a fast machine.
@@ -50,14 +49,6 @@ def cluster() -> Iterator[SimulatedCluster]:
     with SimulatedCluster(load_demo_scenario()) as c:
         c.advance(60)
         yield c
-
-
-def wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_reload_applies_valid_changes_and_rejects_invalid_ones(cluster: SimulatedCluster, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import load_demo_scenario
 from descheduler.policy import parse_policy
 from descheduler.simulate.record import limit_violations
+from tests import waiting
 
 # Every deadline below is derived from these timings (the policy's, the lease's, the scenario's),
 # times a generous factor, so the test waits on conditions and not on the speed of the machine.
@@ -133,12 +134,7 @@ def phase(job: dict[str, Any]) -> str:
 
 
 def wait_for(predicate: Any, timeout: float, what: str, state: Any = None) -> float:
-    began = time.monotonic()
-    while not predicate():
-        if time.monotonic() - began > timeout:
-            raise AssertionError(f"timed out waiting for {what}" + (f": {state()}" if state else ""))
-        time.sleep(0.1)
-    return time.monotonic() - began
+    return waiting.wait_for(predicate, timeout, what, interval=0.1, state=state)
 
 
 def test_two_replicas_one_leader_killed_the_other_finishes_with_no_duplicate_eviction(

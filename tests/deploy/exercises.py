@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from descheduler.fakecluster.apiserver import Access, FakeApiServer
 from descheduler.fakecluster.apiserver.server import SYSTEM_NAMESPACES
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import load_demo_scenario
+from tests.waiting import wait_for
 
 from .deploy_support import DEPLOY, FIXTURES, NAMESPACE
 
@@ -72,11 +72,7 @@ def kube_client(server: FakeApiServer) -> Any:
 
 
 def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+    wait_for(condition, timeout, what, interval=0.02)
 
 
 def leader_election(scratch: Path) -> set[Access]:

@@ -10,7 +10,6 @@ more. Each cool node has room, by load, for two more 1-cpu pods.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from descheduler.loadsource import reader_for
 from descheduler.policy import default_policy
 from descheduler.scheduling import ClusterView, build_table
 from descheduler.snapshot import load_snapshot_objects
+from tests.waiting import wait_for
 
 T0 = 1_768_478_400.0  # 2026-01-15T12:00:00Z
 NS = "shop"
@@ -124,11 +124,7 @@ def _scenario() -> Any:
 
 
 def _wait(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
+    wait_for(condition, timeout, what, interval=0.005)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
 from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.model import OwnerRef, Pod
 from descheduler.policy import default_policy
+from tests.waiting import wait_for
 
 from .conftest import Client, extender_args
 
@@ -81,11 +82,7 @@ def _reservation(name: str, node: str, cpu: str = "3", phase: str = "Available",
 
 
 def _wait(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.002)
+    wait_for(condition, timeout, what, interval=0.002)
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -26,15 +25,12 @@ from descheduler.kube import (
 )
 from descheduler.kube.listing import records_of
 from descheduler.snapshot import Snapshot
+from tests.waiting import wait_for
 
 
 def eventually(check: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02) -> None:
-    """Wait until `check()` is true; fail with the last state after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
+    """Wait until `check()` is true; fail after `timeout` seconds."""
+    wait_for(check, timeout, interval=interval)
 
 
 def node(name: str, cpu: str = "8", memory: str = "32Gi") -> dict[str, Any]:

@@ -86,6 +86,20 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def terminate(popen: subprocess.Popen[bytes], grace: float) -> int:
+    """SIGTERM, then SIGKILL after `grace` seconds; waits until the process is gone; its exit code."""
+    if popen.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            popen.terminate()
+        try:
+            popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                popen.kill()
+            popen.wait(10)
+    return popen.returncode
+
+
 @dataclass(slots=True)
 class Process:
     """One started binary and its log file."""
@@ -105,15 +119,7 @@ class Process:
 
     def stop(self, grace: float = 10.0) -> None:
         """Terminate, then kill after `grace` seconds; waits until the process is gone."""
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.popen.terminate()
-            try:
-                self.popen.wait(grace)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    self.popen.kill()
-                self.popen.wait(5)
+        terminate(self.popen, grace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,11 +392,7 @@ class ControlPlane:
         def launch() -> tuple[list[str], str, str, ssl.SSLContext | None]:
             port = free_port()
             args = [
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={port}",
+                *_component_args(kubeconfig, port),
                 "--leader-elect=false",
                 "--controllers=*,-nodelifecycle",
                 f"--service-account-private-key-file={certs.service_account_key}",
@@ -407,17 +409,23 @@ class ControlPlane:
 
         def launch() -> tuple[list[str], str, str, ssl.SSLContext | None]:
             port = free_port()
-            args = [
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={port}",
-            ]
+            args = _component_args(kubeconfig, port)
             args += [f"--config={config}"] if config is not None else ["--leader-elect=false"]
             return args, f"https://127.0.0.1:{port}/healthz", "ok", _insecure()
 
         return self._start("kube-scheduler", launch)
+
+
+def _component_args(kubeconfig: str, port: int) -> list[str]:
+    """What kube-controller-manager and kube-scheduler both take: the cluster, and their own
+    loopback HTTPS port for /healthz."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+    ]
 
 
 def _insecure() -> ssl.SSLContext:

@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from controlplane import free_port
+from controlplane import free_port, terminate
 from realcluster_support import create, create_node, merge_patch
 from standin import ObjectWatch
 
 from descheduler.kube import KubeApiError, KubeClient
+from tests.waiting import wait_for
 
 Obj = dict[str, Any]
 
@@ -42,13 +43,7 @@ LABEL_JOB = "descheduler.dev/job"
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str, state: Callable[[], Any] | None = None) -> float:
     """Poll `check` every 0.2 s; the seconds it took, or AssertionError naming `what` (and `state()`)."""
-    began = time.monotonic()
-    while not check():
-        if time.monotonic() - began > timeout:
-            detail = f": {state()}" if state is not None else ""
-            raise AssertionError(f"{what} not reached within {timeout:.0f}s{detail}")
-        time.sleep(0.2)
-    return time.monotonic() - began
+    return wait_for(check, timeout, what, interval=0.2, state=state)
 
 
 # ---------------------------------------------------------------------------------- processes
@@ -105,16 +100,7 @@ class OurProcess:
 
     def stop(self, grace: float = 15.0) -> int | None:
         """SIGTERM, then SIGKILL after `grace` seconds; the exit code."""
-        if self.popen is None:
-            return None
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.popen.terminate()
-            try:
-                self.popen.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        return self.popen.returncode
+        return None if self.popen is None else terminate(self.popen, grace)
 
     def text(self) -> str:
         try:

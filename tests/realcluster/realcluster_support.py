@@ -4,7 +4,6 @@ through the binding subresource, NodeMetric load, all through the API."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import yaml
 
 from descheduler.kube import KubeApiError, KubeClient
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 OUR_CRDS = REPO / "deploy" / "base" / "crds"
@@ -48,11 +48,7 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 def eventually(check: Callable[[], bool], timeout: float = 30.0, interval: float = 0.1, what: str = "") -> None:
     """Wait until `check()` is true; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what or 'condition'} not met within {timeout}s")
-        time.sleep(interval)
+    wait_for(check, timeout, what or "condition", interval=interval)
 
 
 def get(kube: KubeClient, path: str, **query: Any) -> Any:

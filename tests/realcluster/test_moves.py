@@ -454,6 +454,17 @@ def check_permissions(components: Components, processes: dict[str, OurProcess]) 
 # ---------------------------------------------------------------------------------- the tests
 
 
+def run_until_settled(stage: Stage, controller: OurProcess, moves: int) -> float:
+    """Let the controller lead until the moves are done and the cluster settles (the seconds that
+    took); it is stopped either way. Moves go at PER_WINDOW per workload per cooldown window."""
+    try:
+        wait_leader(controller)
+        windows = math.ceil(moves / (PER_WINDOW * len(stage.workloads)))
+        return wait_settled(stage, controller, SLACK * (STARTUP + windows * max(COOLDOWN, INTERVAL) + TTL))
+    finally:
+        controller.stop()
+
+
 def test_with_the_extender_every_move_lands_on_its_reservation(components: Components, stage: Stage) -> None:
     """Both processes as deploy/overlays/with-scheduler installs them: each its ServiceAccount's
     token and nothing more, the Leases in the Roles' namespace; not one call refused."""
@@ -472,12 +483,7 @@ def test_with_the_extender_every_move_lands_on_its_reservation(components: Compo
         lease_namespace=installed.NAMESPACE,
         lease_name=installed.CONTROLLER_LEASE,
     )
-    try:
-        wait_leader(controller)
-        windows = math.ceil(moves / (PER_WINDOW * len(stage.workloads)))
-        took = wait_settled(stage, controller, SLACK * (STARTUP + windows * max(COOLDOWN, INTERVAL) + TTL))
-    finally:
-        controller.stop()
+    took = run_until_settled(stage, controller, moves)
     elapsed = time.monotonic() - began
     recorder = stage.recorder
     assert recorder is not None
@@ -512,12 +518,7 @@ def test_with_the_stock_scheduler_no_job_fails_for_want_of_a_reservation(
     controller = start_controller(
         stage, components, kubeconfig, identity=f"controller-{stage.run}", lease_namespace=stage.namespace
     )
-    try:
-        wait_leader(controller)
-        windows = math.ceil(moves / (PER_WINDOW * len(stage.workloads)))
-        took = wait_settled(stage, controller, SLACK * (STARTUP + windows * max(COOLDOWN, INTERVAL) + TTL))
-    finally:
-        controller.stop()
+    took = run_until_settled(stage, controller, moves)
     recorder = stage.recorder
     assert recorder is not None
     jobs = recorder.job_list()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping
@@ -23,6 +22,7 @@ import yaml
 from kubernetes import config
 
 from descheduler.fakecluster.apiserver import RESOURCES, FakeApiServer, ResourceTable, ResourceType
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 TABLE = ResourceTable(RESOURCES)
@@ -134,8 +134,4 @@ class ServerUnderTest:
 
 
 def _wait_until(check: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
+    wait_for(check, timeout, interval=0.1)
