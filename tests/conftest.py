@@ -10,7 +10,8 @@ tests/realcluster, which spans every package) and `end_to_end` (a whole process 
 named test_end_to_end*.py or under tests/realcluster).
 
 Fixtures shared by more than one test package live here: the session's real control plane
-(tests/realcluster's harness), used by tests/realcluster and by the contract tests' real-server runs.
+(tests/realcluster's harness), used by tests/realcluster and by the contract tests' real-server runs;
+the real Prometheus binary (tests/prometheus_server.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.prometheus_server import HOW_TO_GET, find_binary
 from tests.realcluster.controlplane import ControlPlane, assets_folder
 
 
@@ -36,6 +38,16 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture(scope="session")
+def prometheus_binary() -> str:
+    """The real Prometheus binary (tests/prometheus_server.py starts it); skipped, saying how to
+    get it, when it is absent."""
+    binary = find_binary("prometheus")
+    if binary is None:
+        pytest.skip(HOW_TO_GET)
+    return binary
 
 
 @pytest.fixture(autouse=True)
