@@ -130,11 +130,11 @@ def version() -> None:
     typer.echo(f"descheduler {__version__}")
 
 
-def main(args: Sequence[str] | None = None) -> None:
+def main(args: Sequence[str] | None = None, *, prog_name: str = "descheduler") -> None:
     """Entry point (`args`: the command line, default sys.argv): user mistakes become one clear
     message and exit code 1, never a traceback. Always ends in SystemExit."""
     try:
-        app(args=None if args is None else list(args), prog_name="descheduler")
+        app(args=None if args is None else list(args), prog_name=prog_name)
     except (InputError, PolicyError) as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -144,6 +144,12 @@ def main(args: Sequence[str] | None = None) -> None:
     except SystemExit as exc:
         # Usage errors are input errors (exit 1); 2 is kept for an unreachable cluster.
         sys.exit(1 if exc.code == 2 else exc.code)
+
+
+def kubectl_main() -> None:
+    """The kubectl plugin (`kubectl-descheduler` on $PATH): `kubectl descheduler plan …`. kubectl
+    runs the plugin with the words after its name, so help and usage show the name users typed."""
+    main(prog_name="kubectl descheduler")
 
 
 if __name__ == "__main__":
