@@ -34,9 +34,7 @@ def plugin_env(user_env: dict[str, str]) -> dict[str, str]:
 
 def kubectl(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     assert KUBECTL is not None
-    return subprocess.run(
-        [KUBECTL, *args], capture_output=True, text=True, timeout=60, check=False, env=env, cwd=ROOT
-    )
+    return subprocess.run([KUBECTL, *args], capture_output=True, text=True, timeout=60, check=False, env=env, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
