@@ -16,6 +16,7 @@ from descheduler.fakecluster.apiserver.watch import Watcher
 from descheduler.fakecluster.clock import SimClock
 from descheduler.fakecluster.disruption import DisruptionController
 from descheduler.fakecluster.events import EventPlayer
+from descheduler.fakecluster.exporter import KubeletExporter
 from descheduler.fakecluster.kubelet import Kubelet
 from descheduler.fakecluster.metrics import MetricsPublisher
 from descheduler.fakecluster.scenario import LoadedScenario
@@ -45,7 +46,10 @@ class SimulatedCluster:
         host: str = "127.0.0.1",
         port: int = 0,
         start: float | None = None,
+        exporter_port: int | None = None,
     ) -> None:
+        """`exporter_port`: also serve node-exporter and cAdvisor metrics for a real Prometheus
+        (`KubeletExporter`) on this port of `host` (0: any free port); None: no exporter."""
         scenario = loaded.scenario
         self.scenario = scenario
         # The clock starts at `start`, and the usage models see that instant. Without `start` the
@@ -82,6 +86,18 @@ class SimulatedCluster:
             overhead=scenario.usage.overhead_units(),
             report_interval=timing.report_interval_seconds,
         )
+        self.exporter = (
+            None
+            if exporter_port is None
+            else KubeletExporter(
+                self.store,
+                lambda: self.kubelet.usage,
+                overhead=scenario.usage.overhead_units(),
+                instant=self.instant,
+                host=host,
+                port=exporter_port,
+            )
+        )
         # Order within a tick: what the user does, then controllers, scheduler, kubelet, status and metrics.
         self.components: list[Component] = [
             self.events,
@@ -93,17 +109,23 @@ class SimulatedCluster:
             self.kubelet,
             self.disruption,
             self.metrics,
+            *([self.exporter] if self.exporter is not None else []),
         ]
         self._lock = threading.Lock()
+        self._realtime: tuple[float, float, float] | None = None  # (simulated start, monotonic start, speed)
 
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> SimulatedCluster:
         self.server.start()
+        if self.exporter is not None:
+            self.exporter.start()
         self.step()
         return self
 
     def stop(self) -> None:
+        if self.exporter is not None:
+            self.exporter.stop()
         self.server.stop()
 
     def __enter__(self) -> SimulatedCluster:
@@ -133,6 +155,17 @@ class SimulatedCluster:
     @property
     def elapsed(self) -> float:
         return self.clock() - self.began
+
+    def instant(self) -> float:
+        """The simulated instant now: the clock, plus, while running in real time, the wall time
+        since its last tick (times the speed, at most one tick), so that what is read between ticks
+        (the exporter's counters) moves continuously, as in a real cluster."""
+        now = self.clock()
+        realtime = self._realtime
+        if realtime is None:
+            return now
+        start, began, speed = realtime
+        return min(now + self.tick, max(now, start + (time.monotonic() - began) * speed))
 
     def step(self) -> None:
         """Run every component once at the current instant."""
@@ -164,6 +197,7 @@ class SimulatedCluster:
         reacting.start()
         interval = self.tick / speed
         deadline = time.monotonic()
+        self._realtime = (self.clock(), deadline, speed)
         try:
             while not stop.is_set():
                 deadline += interval
@@ -171,6 +205,7 @@ class SimulatedCluster:
                     break
                 self.advance(self.tick)
         finally:
+            self._realtime = None
             reacting.join(5)
 
     def react(self) -> None:
