@@ -82,6 +82,61 @@ POLICY_RELOADS = Counter(
     ["result"],
     registry=REGISTRY,
 )
+POLICY_REJECTED = Gauge(
+    "descheduler_policy_rejected",
+    "1 while the policy file's current content is rejected (the last valid policy stays in force), else 0.",
+    registry=REGISTRY,
+)
+CYCLE_INTERVAL = Gauge(
+    "descheduler_cycle_interval_seconds",
+    "The policy's interval between planning cycles.",
+    registry=REGISTRY,
+)
+LAST_CYCLE = Gauge(
+    "descheduler_last_cycle_timestamp_seconds",
+    "Unix time the last cycle that planned ended (0: none in this process, e.g. a standby replica).",
+    registry=REGISTRY,
+)
+DRY_RUN = Gauge(
+    "descheduler_dry_run",
+    "1 while cycles only plan and report (--dry-run or the policy's dryRun), else 0.",
+    registry=REGISTRY,
+)
+# Pools come from the policy's LowNodeLoad nodePools (plus "default"), so the label is bounded by it.
+POOL_NODES = Gauge(
+    "descheduler_pool_nodes",
+    "Nodes by LowNodeLoad node pool and classification in the last cycle (high, low, normal, excluded).",
+    ["pool", "class"],
+    registry=REGISTRY,
+)
+POOL_HOT_STREAK = Gauge(
+    "descheduler_pool_hot_streak_cycles",
+    "The most consecutive cycles any node of the pool has been hot, as of the last cycle (0: none is hot).",
+    ["pool"],
+    registry=REGISTRY,
+)
+# Codes are the refusal codes defined in the code (descheduler/refusal.py), strategies the policy's.
+SKIPS = Counter(
+    "descheduler_skips_total",
+    "Pods a strategy considered and did not move, by strategy and refusal code, summed over cycles.",
+    ["strategy", "code"],
+    registry=REGISTRY,
+)
+LOAD_SOURCE_ERRORS = Counter(
+    "descheduler_load_source_errors_total",
+    "Load readings that failed (the cycle is skipped), by the policy's loadSource type.",
+    ["source"],
+    registry=REGISTRY,
+)
+
+# Results known in advance start at 0, so rate() and increase() see the first one (a counter
+# born at 1 shows no increase) and dashboards show 0 rather than no data.
+for _result in ("planned", "skipped", "error"):
+    CYCLES.labels(_result)
+for _result in ("success", "pdb_blocked", "error"):
+    EVICTIONS.labels(_result)
+for _result in ("success", "error"):
+    POLICY_RELOADS.labels(_result)
 
 
 # The kube-scheduler extender (`descheduler extender`).

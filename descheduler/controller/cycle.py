@@ -26,6 +26,8 @@ from descheduler.snapshot import Snapshot
 
 log = structlog.get_logger(__name__)
 
+NODE_CLASSES = ("high", "low", "normal", "excluded")
+
 
 class SnapshotSource(Protocol):
     """Where a cycle's Snapshot comes from (the list-watch cache plus the load reader)."""
@@ -87,12 +89,14 @@ class PlanningLoop:
         self.state: dict[str, Any] = {}
         self.last: CycleResult | None = None
         self.cycles = 0
+        self._pools: set[str] = set()  # the pools the metrics show, to remove those that go away
 
     def run_cycle(self) -> CycleResult:
         policy = self.policy()
         now = self.clock()
         began = time.perf_counter()
         self.cycles += 1
+        metrics.DRY_RUN.set(1 if self.dry_run or policy.dry_run else 0)
         try:
             result = self._cycle(policy, now)
         except Exception:
@@ -133,7 +137,10 @@ class PlanningLoop:
                 self.recorder.normal(ref, "WouldDeschedule", f"dry run: {m.strategy} would move it{target}: {m.reason}")
         for strategy, count in Counter(m.strategy for m in plan.migrations).items():
             metrics.MIGRATIONS.labels(strategy, "planned").inc(count)
+        for (strategy, code), count in Counter((s.strategy, s.code) for s in plan.skipped).items():
+            metrics.SKIPS.labels(strategy, code).inc(count)
         metrics.CYCLES.labels("planned").inc()
+        metrics.LAST_CYCLE.set_to_current_time()  # wall time: alerts compare it with Prometheus' time()
         summary = plan.summary()
         log.info(
             "cycle planned",
@@ -148,8 +155,9 @@ class PlanningLoop:
         return CycleResult(now, plan, snapshot, submitted)
 
     def _report(self, plan: Plan) -> None:
-        for node_class in ("high", "low", "normal", "excluded"):
+        for node_class in NODE_CLASSES:
             metrics.NODES.labels(node_class).set(sum(n.node_class == node_class for n in plan.nodes))
+        self._report_pools(plan)
         for warning in plan.warnings:
             log.warning("plan warning", warning=warning)
         for m in plan.migrations:
@@ -162,6 +170,26 @@ class PlanningLoop:
                 mode=m.mode,
                 reason=m.reason,
             )
+
+    def _report_pools(self, plan: Plan) -> None:
+        """Nodes per pool and class, and each pool's longest hot streak; a pool gone from the
+        policy since the last cycle is removed, not left at its last values."""
+        counts = {(n.pool, c): 0 for n in plan.nodes if n.pool for c in NODE_CLASSES}
+        streaks = dict.fromkeys((pool for pool, _ in counts), 0)
+        for n in plan.nodes:
+            if n.pool:
+                counts[(n.pool, n.node_class)] += 1
+                if n.node_class == "high":
+                    streaks[n.pool] = max(streaks[n.pool], n.hot_cycles)
+        for (pool, node_class), count in counts.items():
+            metrics.POOL_NODES.labels(pool, node_class).set(count)
+        for pool, streak in streaks.items():
+            metrics.POOL_HOT_STREAK.labels(pool).set(streak)
+        for pool in self._pools - streaks.keys():
+            metrics.POOL_HOT_STREAK.remove(pool)
+            for node_class in NODE_CLASSES:
+                metrics.POOL_NODES.remove(pool, node_class)
+        self._pools = set(streaks)
 
     def _quota_events(self, plan: Plan) -> None:
         """One Event per borrowing ElasticQuota a cycle reclaims from (the pods get theirs from the jobs)."""

@@ -34,6 +34,8 @@ class PolicyFile:
         text, digest = self._read()
         self._policy = parse_policy(text, str(self.path))
         self._digest = digest
+        metrics.POLICY_REJECTED.set(0)
+        metrics.CYCLE_INTERVAL.set(self._policy.interval.total_seconds())
 
     @property
     def policy(self) -> Policy:
@@ -72,9 +74,11 @@ class PolicyFile:
             self._digest = digest
             changed = policy != self._policy
             self._policy = policy
+        metrics.POLICY_REJECTED.set(0)  # also when the file went back to the policy in force
         if not changed:
             return None
         metrics.POLICY_RELOADS.labels("success").inc()
+        metrics.CYCLE_INTERVAL.set(policy.interval.total_seconds())
         log.info(
             "policy reloaded", file=str(self.path), interval=policy.interval.total_seconds(), dry_run=policy.dry_run
         )
@@ -86,6 +90,7 @@ class PolicyFile:
                 return
             self._digest = digest
         metrics.POLICY_RELOADS.labels("error").inc()
+        metrics.POLICY_REJECTED.set(1)
         log.error(
             "policy change rejected; keeping the last valid policy",
             file=str(self.path),

@@ -8,6 +8,7 @@ from datetime import datetime
 
 import structlog
 
+from descheduler import metrics
 from descheduler.controller.cycle import SourceError
 from descheduler.kube import ClusterCache, KubeClient
 from descheduler.loadsource import LoadReader, LoadSourceError, reader_for
@@ -37,12 +38,14 @@ class ClusterSource:
                     self._reader[1].close()
                     log.info("load source changed", source=source.type)
                 self._reader = (source, reader_for(source, self.client, self.cache))
+                metrics.LOAD_SOURCE_ERRORS.labels(source.type)  # at 0, so the first error shows as an increase
             return self._reader[1]
 
     def snapshot(self, now: datetime, policy: Policy) -> Snapshot:
         try:
             reading = self._reader_for(policy.load_source).read(now)
         except LoadSourceError as err:
+            metrics.LOAD_SOURCE_ERRORS.labels(policy.load_source.type).inc()
             raise SourceError(f"load source {policy.load_source.type}: {err}") from None
         for warning in reading.warnings:
             log.warning("load source", warning=warning)
