@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import generate_latest
 
 from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.kubelet import PodUsage
@@ -48,6 +48,8 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
 PAUSE_CPU_CORES = 0.0001  # a real pause container uses next to nothing, but not nothing
 PAUSE_MEMORY = 512 * 1024
 CADVISOR_LABELS = ("container", "id", "image", "name", "namespace", "pod")
+# What node-exporter and the kubelet send (prometheus_client's latest says version=1.0.0, which 2.x does not know).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 INVALID_EXPOSITION = b"# TYPE node_cpu_seconds_total counter\nnode_cpu_seconds_total{cpu=0} one\n"
 
 
@@ -320,7 +322,7 @@ def _handler(exporter: KubeletExporter) -> type[BaseHTTPRequestHandler]:
             status, body = exporter.exposition(self.path.split("?")[0])
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", CONTENT_TYPE_LATEST if status == 200 else "text/plain")
+                self.send_header("Content-Type", CONTENT_TYPE if status == 200 else "text/plain")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
