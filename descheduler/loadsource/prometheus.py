@@ -59,6 +59,13 @@ def promql_duration(window: timedelta) -> str:
     return f"{seconds}s"
 
 
+def timeout_parameter(seconds: float) -> str:
+    """The query API's `timeout`: Prometheus takes float seconds or a whole-unit duration (3s,
+    1500ms), not "1.5s", which it refuses as bad_data; whole milliseconds, at least one."""
+    millis = max(1, math.ceil(round(seconds * 1000, 6)))
+    return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+
+
 def expression(query: str, config: PrometheusSource) -> str:
     """The PromQL actually sent: `$window` substituted, wrapped in quantile_over_time when asked."""
     window = promql_duration(config.window)
@@ -92,16 +99,13 @@ class PrometheusReader:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         queries = self.config.queries
-        node_cpu = self._query("nodeCpu", queries.node_cpu, now, headers)
-        node_memory = self._query("nodeMemory", queries.node_memory, now, headers)
-        pod_cpu = self._query("podCpu", queries.pod_cpu, now, headers)
-        pod_memory = self._query("podMemory", queries.pod_memory, now, headers)
         warnings: list[str] = []
-        label = self.config.node_label
-        node_cpu_values = _by_labels("nodeCpu", node_cpu, (label,), warnings)
-        node_memory_values = _by_labels("nodeMemory", node_memory, (label,), warnings)
-        pod_cpu_values = _by_labels("podCpu", pod_cpu, ("namespace", "pod"), warnings)
-        pod_memory_values = _by_labels("podMemory", pod_memory, ("namespace", "pod"), warnings)
+        by_node = (self.config.node_label,)
+        by_pod = ("namespace", "pod")
+        node_cpu_values = self._values("nodeCpu", queries.node_cpu, by_node, now, headers, warnings)
+        node_memory_values = self._values("nodeMemory", queries.node_memory, by_node, now, headers, warnings)
+        pod_cpu_values = self._values("podCpu", queries.pod_cpu, by_pod, now, headers, warnings)
+        pod_memory_values = self._values("podMemory", queries.pod_memory, by_pod, now, headers, warnings)
         window = int(self.config.window.total_seconds())
         node_usage: dict[str, NodeUsage] = {}
         for (name,), (stamp, cpu, memory) in _pairs("node", node_cpu_values, node_memory_values, warnings).items():
@@ -143,26 +147,47 @@ class PrometheusReader:
         except (OSError, UnicodeDecodeError) as error:
             raise LoadSourceError(f"prometheus: cannot read bearerTokenFile {path}: {error}") from None
 
+    def _values(
+        self,
+        name: str,
+        query: str,
+        labels: tuple[str, ...],
+        now: datetime,
+        headers: Mapping[str, str],
+        warnings: list[str],
+    ) -> dict[tuple[str, ...], tuple[datetime, float]]:
+        samples = self._query(name, query, now, headers)
+        try:
+            return _by_labels(name, samples, labels, warnings)
+        except LoadSourceError as error:
+            where = f"prometheus {self.config.address}: query {name}"
+            raise LoadSourceError(f"{where} {error}; the query: {expression(query, self.config)}") from None
+
     def _query(self, name: str, query: str, now: datetime, headers: Mapping[str, str]) -> list[_Sample]:
         text = expression(query, self.config)
-        body = urlencode({"query": text, "time": f"{now.timestamp():.3f}", "timeout": f"{self.timeout:g}s"})
+        body = urlencode({"query": text, "time": f"{now.timestamp():.3f}", "timeout": timeout_parameter(self.timeout)})
         where = f"prometheus {self.config.address}: query {name}"
+        about = f"; the query: {text}"
         try:
             response = self._pool.request(
                 "POST", self._url, body=body, headers=dict(headers), timeout=urllib3.Timeout(total=self.timeout)
             )
         except urllib3.exceptions.HTTPError as error:
+            if _timed_out(error):
+                raise LoadSourceError(
+                    f"{where}: no answer within the {self.timeout:g}s timeout (3 tries){about}"
+                ) from None
             raise LoadSourceError(f"{where}: cannot reach the server: {_reason(error)}") from None
         try:
             answer = _RESPONSE.decode(response.data)
         except msgspec.DecodeError:
             snippet = response.data[:120].decode("utf-8", "replace").strip()
             raise LoadSourceError(
-                f"{where}: HTTP {response.status}, not a Prometheus API answer: {snippet!r}"
+                f"{where}: HTTP {response.status}, not a Prometheus API answer: {snippet!r}{about}"
             ) from None
         if answer.status != "success" or answer.data is None:
             kind = f"{answer.error_type}: " if answer.error_type else ""
-            raise LoadSourceError(f"{where} failed (HTTP {response.status}): {kind}{answer.error or 'no data'}")
+            raise LoadSourceError(f"{where} failed (HTTP {response.status}): {kind}{answer.error or 'no data'}{about}")
         if answer.data.result_type != "vector":
             raise LoadSourceError(
                 f"{where} returned a {answer.data.result_type}, not an instant vector; "
@@ -171,10 +196,17 @@ class PrometheusReader:
         try:
             return _VECTOR.decode(answer.data.result)
         except msgspec.DecodeError as error:
-            raise LoadSourceError(f"{where}: malformed vector: {error}") from None
+            raise LoadSourceError(f"{where}: malformed vector: {error}{about}") from None
 
     def close(self) -> None:
         self._pool.clear()
+
+
+def _timed_out(error: urllib3.exceptions.HTTPError) -> bool:
+    reason = getattr(error, "reason", None) or error
+    # NewConnectionError (refused, unresolvable) subclasses ConnectTimeoutError, but did not time out.
+    refused = isinstance(reason, urllib3.exceptions.NewConnectionError)
+    return isinstance(reason, urllib3.exceptions.TimeoutError) and not refused
 
 
 def _reason(error: urllib3.exceptions.HTTPError) -> str:
@@ -205,7 +237,7 @@ def _by_labels(
             continue
         if key in out:
             raise LoadSourceError(
-                f"prometheus: query {name} returned two series for {'/'.join(key)}: "
+                f"returned two series for {'/'.join(key)}: "
                 f"aggregate it by {', '.join(labels)} (e.g. sum by ({', '.join(labels)}) (...))"
             )
         out[key] = (datetime.fromtimestamp(stamp, UTC), value)

@@ -10,7 +10,7 @@ import pytest
 from loadsource_support import PrometheusStub, vector
 
 from descheduler.loadsource import LoadSourceError, PrometheusReader
-from descheduler.loadsource.prometheus import expression, promql_duration
+from descheduler.loadsource.prometheus import expression, promql_duration, timeout_parameter
 from descheduler.policy import PrometheusSource
 from descheduler.snapshot import load_snapshot_objects
 
@@ -71,7 +71,7 @@ def test_queries_are_evaluated_at_now_with_the_window_substituted(prometheus: Pr
     PrometheusReader(source(prometheus, window="2m", timeout="3s")).read(NOW)
     assert len(prometheus.requests) == 4
     first = prometheus.requests[0]
-    assert first["time"] == f"{T:.3f}" and first["timeout"] == "3s"
+    assert first["time"] == f"{T:.3f}" and first["timeout"] == "3s"  # a duration Prometheus parses
     assert first["query"] == 'sum by (instance) (1 - rate(node_cpu_seconds_total{mode="idle"}[2m]))'
     assert first["authorization"] == ""
 
@@ -202,7 +202,7 @@ def test_an_unreachable_server_raises(tmp_path: Path) -> None:
 
 def test_a_server_slower_than_the_timeout_raises(prometheus: PrometheusStub) -> None:
     prometheus.delay = 1.0
-    with pytest.raises(LoadSourceError, match="cannot reach the server"):
+    with pytest.raises(LoadSourceError, match=r"query nodeCpu: no answer within the 0.2s timeout"):
         PrometheusReader(source(prometheus, timeout="200ms")).read(NOW)
 
 
@@ -222,6 +222,12 @@ def test_kept_objects_replay_to_the_same_usage(prometheus: PrometheusStub) -> No
 @pytest.mark.parametrize(("seconds", "text"), [(300, "5m"), (3600, "1h"), (90, "90s"), (7200, "2h")])
 def test_windows_are_written_as_prometheus_durations(seconds: int, text: str) -> None:
     assert promql_duration(timedelta(seconds=seconds)) == text
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(3, "3s"), (1.5, "1500ms"), (0.2, "200ms"), (0.0001, "1ms")])
+def test_timeouts_are_sent_as_durations_prometheus_parses(seconds: float, text: str) -> None:
+    # Prometheus refuses "1.5s" (bad_data: cannot parse "1.5s" to a valid duration); see test_prometheus_real.py
+    assert timeout_parameter(seconds) == text
 
 
 def test_expression_leaves_a_query_without_window_alone(prometheus: PrometheusStub) -> None:
