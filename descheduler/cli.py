@@ -35,7 +35,7 @@ app = typer.Typer(
     context_settings=HELP,
 )
 policy_app = typer.Typer(
-    help="Check and describe policy files.", no_args_is_help=True, rich_markup_mode=None, context_settings=HELP
+    help="Check, describe and convert policy files.", no_args_is_help=True, rich_markup_mode=None, context_settings=HELP
 )
 app.add_typer(policy_app, name="policy")
 app.add_typer(sim_app, name="sim")
@@ -114,6 +114,38 @@ def policy_validate(file: Annotated[Path, typer.Argument(help="policy file to ch
     """Check a policy file; every problem is listed with its field path."""
     load_policy(file)
     typer.echo(f"{file}: valid")
+
+
+@policy_app.command("convert")
+def policy_convert(
+    file: Annotated[
+        Path, typer.Argument(help="an upstream descheduler DeschedulerPolicy or a Koordinator DeschedulerConfiguration")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write the policy to this file (default: stdout)")
+    ] = None,
+) -> None:
+    """Convert a peer's configuration into our policy, with a comment on every field whose meaning changes.
+
+    The input's kind is detected (apiVersion descheduler/v1alpha2, kind DeschedulerPolicy or
+    DeschedulerConfiguration). Fields that cannot be carried over are all listed, and nothing is written.
+    Exit codes: 0 converted; 1 the file cannot be read or converted."""
+    from descheduler.convert import convert_text
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise InputError(f"cannot read the file: {reason}", source=str(file)) from None
+    converted = convert_text(text, str(file))
+    if output is None:
+        sys.stdout.write(converted)
+        return
+    try:
+        output.write_text(converted, encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot write the file: {err.strerror or err}", source=str(output)) from None
+    typer.echo(f"{file}: converted to {output}", err=True)
 
 
 @policy_app.command("schema")

@@ -1,0 +1,149 @@
+"""What a conversion builds: our policy document, the comments on its fields, and the input's problems.
+
+Paths into our document are tuples (`("strategies", 0, "args", "lowThresholds")`); paths into the
+peer's document are strings as our policy errors write them (`profiles[0].pluginConfig[1].args`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+OutPath = tuple[str | int, ...]
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def join(path: str, key: str | int) -> str:
+    """`path` + one key, written as descheduler.policy errors write field paths."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if _PLAIN_KEY.match(key):
+        return f"{path}.{key}" if path else key
+    return f'{path}["{key}"]'  # resource and label names hold dots and slashes
+
+
+def out_path_text(path: OutPath) -> str:
+    text = ""
+    for key in path:
+        text = join(text, key)
+    return text
+
+
+@dataclass
+class Conversion:
+    """A peer configuration converted: our policy document (plain data), comments and problems.
+
+    `comments[path]`: lines written above that field of the output; `notes`: lines of the header.
+    `errors`: (input path, message) for every field that cannot be carried over.
+    `origins[path]`: the input path a field of the output came from, so a problem the policy
+    validation finds in the output is reported at the field the user wrote.
+    """
+
+    converted_from: str
+    policy: dict[str, Any] = field(default_factory=dict)
+    comments: dict[OutPath, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    origins: dict[OutPath, str] = field(default_factory=dict)
+
+    def set(self, path: OutPath, value: Any, origin: str | None = None, comment: str | None = None) -> None:
+        """Set a field of our document (creating the maps above it), with where it came from."""
+        parent: Any = self.policy
+        for key, following in itertools.pairwise(path):
+            _make_room(parent, key, [] if isinstance(following, int) else {})
+            parent = parent[key]
+        _make_room(parent, path[-1], None)
+        parent[path[-1]] = value
+        if origin is not None:
+            self.origins[path] = origin
+        if comment is not None:
+            self.comment(path, comment)
+
+    def get(self, path: OutPath) -> Any:
+        value: Any = self.policy
+        for key in path:
+            in_map = isinstance(value, dict) and key in value
+            in_list = isinstance(value, list) and isinstance(key, int) and key < len(value)
+            if not (in_map or in_list):
+                return None
+            value = value[key]
+        return value
+
+    def comment(self, path: OutPath, text: str) -> None:
+        self.comments.setdefault(path, []).append(text)
+
+    def error(self, path: str, message: str) -> None:
+        self.errors.append((path, message))
+
+    def origin_of(self, path: OutPath) -> str | None:
+        """The input path of this output field, or of the nearest field above it that has one."""
+        for end in range(len(path), 0, -1):
+            found = self.origins.get(path[:end])
+            if found is not None:
+                return found
+        return None
+
+
+def _make_room(parent: Any, key: str | int, empty: Any) -> None:
+    """Create `parent[key]` (as `empty`; list items as maps) when it is not there yet."""
+    if isinstance(parent, list) and isinstance(key, int):
+        while len(parent) <= key:
+            parent.append({})
+    elif isinstance(parent, dict) and key not in parent:
+        parent[key] = empty
+
+
+class Fields:
+    """The keys of one input map, read one by one; `unknown()` reports every key nobody read."""
+
+    def __init__(self, raw: Mapping[str, Any], path: str, conversion: Conversion) -> None:
+        self.raw = raw
+        self.path = path
+        self.conversion = conversion
+        self.read: set[str] = set()
+
+    def at(self, key: str | int) -> str:
+        return join(self.path, key)
+
+    def take(self, key: str) -> Any:
+        """The value of `key` (None when absent), marked as read."""
+        self.read.add(key)
+        return self.raw.get(key)
+
+    def ignore(self, *keys: str) -> None:
+        """Keys that carry nothing for us and change nothing we do (read, dropped silently)."""
+        self.read.update(keys)
+
+    def unknown(self, meaning: str = "") -> None:
+        """Every key not read is an error: it would be lost, and it may change what moves."""
+        for key in self.raw:
+            if key not in self.read:
+                why = f": {meaning}" if meaning else ""
+                self.conversion.error(self.at(str(key)), f"no equivalent in our policy{why}")
+
+
+def mapping(value: Any, path: str, conversion: Conversion, what: str = "a map (key: value)") -> Mapping[str, Any]:
+    """`value` as a map; anything else is reported and read as empty."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return value
+    conversion.error(path, f"must be {what}, got {type(value).__name__}")
+    return {}
+
+
+def items(value: Any, path: str, conversion: Conversion) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    conversion.error(path, f"must be a list, got {type(value).__name__}")
+    return []
+
+
+def plain_names(values: Iterable[Any]) -> str:
+    return ", ".join(sorted(str(v) for v in values))
