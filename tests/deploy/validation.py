@@ -1,6 +1,6 @@
 """Offline validation of Kubernetes objects: built-in kinds with kubernetes-validate (strict), custom
-resources against their CustomResourceDefinition's openAPIV3Schema, the ServiceMonitor against
-tests/deploy/schemas/, and policies against config/policy.schema.json.
+resources against their CustomResourceDefinition's openAPIV3Schema, the ServiceMonitor and the
+PrometheusRule against tests/deploy/schemas/, and policies against config/policy.schema.json.
 
 Strict means what `kubectl apply --validate=strict` means: an unknown field is an error, for
 built-in kinds and for custom resources alike (a CRD schema's objects accept only the properties
@@ -22,7 +22,10 @@ from .deploy_support import ROOT
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 # Custom kinds whose CRD we do not ship, checked against a schema of the fields we use.
-LOCAL_SCHEMAS = {("monitoring.coreos.com/v1", "ServiceMonitor"): SCHEMAS / "servicemonitor.schema.json"}
+LOCAL_SCHEMAS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): SCHEMAS / "servicemonitor.schema.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): SCHEMAS / "prometheusrule.schema.json",
+}
 
 
 class InvalidObject(Exception):
