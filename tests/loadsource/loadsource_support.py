@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -72,3 +73,54 @@ def vector(series: list[tuple[dict[str, str], Any]], at: float = 1_768_478_400.0
         "status": "success",
         "data": {"resultType": "vector", "result": [{"metric": m, "value": [at, str(v)]} for m, v in series]},
     }
+
+
+class DelayProxy:
+    """A TCP proxy on loopback that holds each answer from `upstream` (host, port) for `delay` seconds:
+    a slow Prometheus in front of a real one. Every connection ends when either side closes."""
+
+    def __init__(self, upstream: tuple[str, int], delay: float) -> None:
+        import socket
+        import threading
+
+        self.upstream, self.delay = upstream, delay
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="delay-proxy", daemon=True)
+
+    def __enter__(self) -> DelayProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._listener.close()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            server = socket.create_connection(self.upstream, timeout=5)
+            threading.Thread(target=self._pump, args=(client, server, 0.0), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, self.delay), daemon=True).start()
+
+    def _pump(self, source: Any, target: Any, delay: float) -> None:
+        try:
+            while chunk := source.recv(65536):
+                if delay and self._stop.wait(delay):
+                    break
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for end in (source, target):
+                with contextlib.suppress(OSError):
+                    end.close()
