@@ -48,3 +48,46 @@ def test_sim_serve_reports_a_bad_scenario_without_a_traceback(tmp_path: Path) ->
     )
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"error: {bad}: snapshot: required"
+
+
+def test_sim_serve_with_an_exporter_writes_scrape_configs_whose_targets_answer(tmp_path: Path) -> None:
+    import urllib.request
+
+    import yaml
+
+    scrape = tmp_path / "scrape.yml"
+    command = [sys.executable, "-m", "descheduler", "sim", "serve", "--port", "0", "--exporter-port", "0"]
+    proc = subprocess.Popen(
+        [*command, "--scrape-config-out", str(scrape)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not scrape.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert scrape.exists(), proc.stderr.read() if proc.poll() is not None else "no scrape config"
+        time.sleep(0.2)  # written in one call; let it land
+        jobs = yaml.safe_load(scrape.read_text())["scrape_configs"]
+        target = jobs[0]["static_configs"][0]
+        assert target["labels"]["instance"] == "node-a"
+        url = f"http://{target['targets'][0]}{target['labels']['__metrics_path__']}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert b'node_cpu_seconds_total{cpu="0",mode="idle"}' in response.read()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+
+
+def test_sim_serve_refuses_a_scrape_config_without_an_exporter(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "descheduler", "sim", "serve", "--port", "0", "--scrape-config-out", "x.yml"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "error: --scrape-config-out: needs --exporter-port (the exporter it configures)"
