@@ -7,29 +7,19 @@ peer's document are strings as our policy errors write them (`profiles[0].plugin
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from descheduler.policy.errors import join_path
+
 OutPath = tuple[str | int, ...]
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-def join(path: str, key: str | int) -> str:
-    """`path` + one key, written as descheduler.policy errors write field paths."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    if _PLAIN_KEY.match(key):
-        return f"{path}.{key}" if path else key
-    return f'{path}["{key}"]'  # resource and label names hold dots and slashes
 
 
 def out_path_text(path: OutPath) -> str:
     text = ""
     for key in path:
-        text = join(text, key)
+        text = join_path(text, key)
     return text
 
 
@@ -107,7 +97,7 @@ class Fields:
         self.read: set[str] = set()
 
     def at(self, key: str | int) -> str:
-        return join(self.path, key)
+        return join_path(self.path, key)
 
     def take(self, key: str) -> Any:
         """The value of `key` (None when absent), marked as read."""

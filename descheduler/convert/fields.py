@@ -8,7 +8,8 @@ from typing import Any, Final
 
 from pydantic import TypeAdapter, ValidationError
 
-from descheduler.convert.draft import Conversion, Fields, OutPath, join, mapping
+from descheduler.convert.draft import Conversion, Fields, OutPath, mapping
+from descheduler.policy.errors import join_path
 from descheduler.policy.fields import ResourceName
 
 MEASURED: Final = frozenset({"cpu", "memory", "pods"})
@@ -29,7 +30,7 @@ def thresholds(conversion: Conversion, value: Any, path: str, out: OutPath) -> d
     """A peer's resource → percent map as ours; a resource name we do not know is an error at its key."""
     converted: dict[str, Any] = {}
     for name, percent in mapping(value, path, conversion).items():
-        at = join(path, str(name))
+        at = join_path(path, str(name))
         if not known_resource(name):
             conversion.error(
                 at,

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from descheduler.convert.draft import Conversion, Fields, OutPath, items, join, mapping
+from descheduler.convert.draft import Conversion, Fields, OutPath, items, mapping
 from descheduler.convert.fields import evictor_switches, thresholds
 from descheduler.convert.profiles import PluginConfig, Profile, read_profiles, unused_configs
+from descheduler.policy.errors import join_path
 
 API_VERSION: Final = "descheduler/v1alpha2"
 KIND: Final = "DeschedulerConfiguration"
@@ -94,7 +95,7 @@ def convert_koordinator(raw: Mapping[str, Any]) -> Conversion:
 def _running(profiles: list[Profile], name: str) -> list[tuple[Profile, PluginConfig]]:
     """(profile, config) of every profile that enables `name`; a profile without its config gets empty args."""
     return [
-        (p, p.configs.get(name) or PluginConfig(name, {}, join(p.path, "pluginConfig")))
+        (p, p.configs.get(name) or PluginConfig(name, {}, join_path(p.path, "pluginConfig")))
         for p in profiles
         if name in p.enabled
     ]
@@ -241,7 +242,7 @@ def _low_node_load(conversion: Conversion, profiles: list[Profile]) -> None:
     fields.ignore("detectorCacheTimeout")
     pools = items(fields.take("nodePools"), fields.at("nodePools"), conversion)
     for index, raw in enumerate(pools):
-        at = join(fields.at("nodePools"), index)
+        at = join_path(fields.at("nodePools"), index)
         pool = Fields(mapping(raw, at, conversion), at, conversion)
         out: OutPath = (*_ARGS, "nodePools", index)
         for key in ("name", "nodeSelector", "numberOfNodes", "resourceWeights"):
@@ -294,7 +295,7 @@ def _thresholds(conversion: Conversion, fields: Fields, out: OutPath, low_value:
         )
     for resource in sorted(set(low) - set(high)):
         conversion.error(
-            join(low_path, resource),
+            join_path(low_path, resource),
             f"{resource} is named only in lowThresholds; Koordinator never classifies a node hot by it and we "
             "need both: name it in highThresholds too, or remove it",
         )

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from descheduler.convert.draft import Conversion, Fields, items, join, mapping
+from descheduler.convert.draft import Conversion, Fields, items, mapping
+from descheduler.policy.errors import join_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,7 @@ def read_profiles(
     """
     profiles = []
     for index, raw in enumerate(items(value, path, conversion)):
-        at = join(path, index)
+        at = join_path(path, index)
         fields = Fields(mapping(raw, at, conversion), at, conversion)
         fields.ignore("name")
         enabled = _enabled(conversion, fields.take("plugins"), fields.at("plugins"), known, named_entries)
@@ -50,11 +51,11 @@ def _enabled(
 ) -> dict[str, str]:
     enabled: dict[str, str] = {}
     for point, raw in mapping(value, path, conversion).items():
-        point_path = join(path, str(point))
+        point_path = join_path(path, str(point))
         fields = Fields(mapping(raw, point_path, conversion), point_path, conversion)
         fields.ignore("disabled")  # turning a plugin off changes nothing we convert
         for index, entry in enumerate(items(fields.take("enabled"), fields.at("enabled"), conversion)):
-            at = join(fields.at("enabled"), index)
+            at = join_path(fields.at("enabled"), index)
             name = entry.get("name") if named_entries and isinstance(entry, Mapping) else entry
             if not isinstance(name, str):
                 shape = "{name: PLUGIN}" if named_entries else "a plugin name"
@@ -71,7 +72,7 @@ def _enabled(
 def _configs(conversion: Conversion, value: Any, path: str) -> dict[str, PluginConfig]:
     configs: dict[str, PluginConfig] = {}
     for index, raw in enumerate(items(value, path, conversion)):
-        at = join(path, index)
+        at = join_path(path, index)
         fields = Fields(mapping(raw, at, conversion), at, conversion)
         name = fields.take("name")
         args = mapping(fields.take("args"), fields.at("args"), conversion)

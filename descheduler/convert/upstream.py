@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from descheduler.convert.draft import Conversion, Fields, OutPath, items, join, mapping
+from descheduler.convert.draft import Conversion, Fields, OutPath, items, mapping
 from descheduler.convert.fields import by_requests, evictor_switches, selector_from_text, thresholds
 from descheduler.convert.profiles import PluginConfig, Profile, read_profiles, unused_configs
+from descheduler.policy.errors import join_path
 
 API_VERSION: Final = "descheduler/v1alpha2"
 KIND: Final = "DeschedulerPolicy"
@@ -80,7 +81,7 @@ def _prometheus(conversion: Conversion, top: Fields) -> None:
     if top.take("prometheus") is not None:
         conversion.error(top.at("prometheus"), cannot)
     for index, provider in enumerate(items(top.take("metricsProviders"), top.at("metricsProviders"), conversion)):
-        at = join(top.at("metricsProviders"), index)
+        at = join_path(top.at("metricsProviders"), index)
         fields = Fields(mapping(provider, at, conversion), at, conversion)
         source = fields.take("source")
         if source == "Prometheus":

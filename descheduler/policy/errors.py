@@ -43,7 +43,7 @@ def _problem(detail: ErrorDetails, root: type[BaseModel], raw: Any) -> tuple[str
         tag = str(ctx.get("discriminator", "type")).strip("'")
         tags = ", ".join(_tags(walk.current, tag))
         got = "missing" if kind == "union_tag_not_found" else f"got {ctx.get('tag')!r}"
-        return _join(path, tag), f"must be one of {tags}; {got}"
+        return join_path(path, tag), f"must be one of {tags}; {got}"
     return path, _message(kind, detail["msg"], ctx, value)
 
 
@@ -105,7 +105,8 @@ def _describe(value: Any) -> str:
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
-def _join(path: str, key: str | int) -> str:
+def join_path(path: str, key: str | int) -> str:
+    """`path` + one key, as policy errors write field paths: `a.b`, `a[0]`, `a["x.y/z"]`."""
     if isinstance(key, int):
         return f"{path}[{key}]"
     if _PLAIN_KEY.match(key):
@@ -155,7 +156,7 @@ class _Walk:
     def path(self) -> str:
         out = ""
         for segment in self.segments:
-            out = _join(out, segment)
+            out = join_path(out, segment)
         return out
 
     def _step(self, key: str | int, data: Any) -> Any:
