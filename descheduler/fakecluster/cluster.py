@@ -6,6 +6,8 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
@@ -185,6 +187,19 @@ class SimulatedCluster:
             self.clock.advance(delta)
             remaining -= delta
             self.step()
+
+    @contextmanager
+    def running_in_real_time(self, speed: float = 1.0) -> Iterator[SimulatedCluster]:
+        """The cluster advancing in real time (`run_realtime`) on a background thread while the
+        block runs; stopped at its end."""
+        stop = threading.Event()
+        ticker = threading.Thread(target=self.run_realtime, args=(stop, speed), name="sim-realtime", daemon=True)
+        ticker.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            ticker.join(5)
 
     def run_realtime(self, stop: threading.Event, speed: float = 1.0) -> None:
         """Advance one tick per tick/speed wall seconds until `stop` is set (for `sim serve`). Between

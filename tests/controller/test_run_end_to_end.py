@@ -121,12 +121,8 @@ def cluster() -> Iterator[SimulatedCluster]:
     # The clock starts now (metrics carry wall-clock times); the load is the demo's afternoon peak.
     with SimulatedCluster(load_demo_scenario()) as c:
         c.advance(60)  # pods running, metrics published
-        stop = threading.Event()
-        ticker = threading.Thread(target=c.run_realtime, args=(stop,), daemon=True)
-        ticker.start()
-        yield c
-        stop.set()
-        ticker.join(5)
+        with c.running_in_real_time():
+            yield c
 
 
 def phase(job: dict[str, Any]) -> str:

@@ -339,47 +339,52 @@ def descheduler_run(scratch: Path) -> set[Access]:
     policy = scratch / "policy.yaml"
     policy.write_text(_RUN_POLICY)
     with demo_cluster() as cluster:
-        stop = threading.Event()
-        ticker = threading.Thread(target=cluster.run_realtime, args=(stop,), daemon=True)
-        ticker.start()
-        kubeconfig = cluster.write_kubeconfig(scratch / "kubeconfig")
-        command = [sys.executable, "-m", "descheduler", "run", "--policy", str(policy), "--kubeconfig", str(kubeconfig)]
-        command += [
-            "--port",
-            str(_free_port()),
-            "--retry-period",
-            "0.25",
-            "--renew-deadline",
-            "2",
-            "--lease-duration",
-            "3",
-        ]
-        env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "POD_NAME": "descheduler-0", "PYTHONUNBUFFERED": "1"}
-        with (scratch / "run.log").open("w") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-            try:
-                _wait(
-                    lambda: (
-                        process.poll() is not None
-                        or any(
-                            (j.get("status") or {}).get("phase", "Pending") != "Pending"
-                            for j in cluster.store.list(_JOBS)
-                        )
-                    ),
-                    60,
-                    "the controller to take up a PodMigrationJob",
-                )
-                assert process.poll() is None, (
-                    "descheduler run exited early: " + (scratch / "run.log").read_text()[-2000:]
-                )
-                process.send_signal(signal.SIGTERM)
-                assert process.wait(20) == 0, (scratch / "run.log").read_text()[-2000:]
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-                stop.set()
-                ticker.join(5)
+        with cluster.running_in_real_time():
+            kubeconfig = cluster.write_kubeconfig(scratch / "kubeconfig")
+            command = [
+                sys.executable,
+                "-m",
+                "descheduler",
+                "run",
+                "--policy",
+                str(policy),
+                "--kubeconfig",
+                str(kubeconfig),
+            ]
+            command += [
+                "--port",
+                str(_free_port()),
+                "--retry-period",
+                "0.25",
+                "--renew-deadline",
+                "2",
+                "--lease-duration",
+                "3",
+            ]
+            env = {**os.environ, "POD_NAMESPACE": NAMESPACE, "POD_NAME": "descheduler-0", "PYTHONUNBUFFERED": "1"}
+            with (scratch / "run.log").open("w") as log:
+                process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+                try:
+                    _wait(
+                        lambda: (
+                            process.poll() is not None
+                            or any(
+                                (j.get("status") or {}).get("phase", "Pending") != "Pending"
+                                for j in cluster.store.list(_JOBS)
+                            )
+                        ),
+                        60,
+                        "the controller to take up a PodMigrationJob",
+                    )
+                    assert process.poll() is None, (
+                        "descheduler run exited early: " + (scratch / "run.log").read_text()[-2000:]
+                    )
+                    process.send_signal(signal.SIGTERM)
+                    assert process.wait(20) == 0, (scratch / "run.log").read_text()[-2000:]
+                finally:
+                    if process.poll() is None:
+                        process.kill()
+                        process.wait()
         released = cluster.store.get("leases.coordination.k8s.io", "descheduler", NAMESPACE)
         assert not released["spec"].get("holderIdentity"), "the Lease was not released on SIGTERM"
         return cluster.server.accesses.accesses()

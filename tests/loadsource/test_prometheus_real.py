@@ -17,7 +17,6 @@ the reader's rounding up to a whole millicore. Memory is a gauge of constant usa
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -126,25 +125,17 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(prometheus_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    cluster = SimulatedCluster(parse_scenario(SCENARIO), exporter_port=0)
-    cluster.start()
-    stop = threading.Event()
-    runner = threading.Thread(target=cluster.run_realtime, args=(stop,), name="sim-realtime", daemon=True)
-    runner.start()
-    assert cluster.exporter is not None
-    # n3's cAdvisor is not scraped: its node is known, its pods are not.
-    jobs = scrape_configs(cluster.exporter.address, ["n1", "n2", "n3", "n4"])
-    jobs[1]["static_configs"] = [t for t in jobs[1]["static_configs"] if t["labels"]["node"] != "n3"]
-    prometheus = PrometheusServer(prometheus_binary, tmp_path_factory.mktemp("prometheus"), jobs)
-    try:
-        prometheus.start()
-        prometheus.wait_for_targets(20)
-        yield World(cluster, prometheus)
-    finally:
-        prometheus.stop()
-        stop.set()
-        runner.join(10)
-        cluster.stop()
+    with (
+        SimulatedCluster(parse_scenario(SCENARIO), exporter_port=0) as cluster,
+        cluster.running_in_real_time(),
+    ):
+        assert cluster.exporter is not None
+        # n3's cAdvisor is not scraped: its node is known, its pods are not.
+        jobs = scrape_configs(cluster.exporter.address, ["n1", "n2", "n3", "n4"])
+        jobs[1]["static_configs"] = [t for t in jobs[1]["static_configs"] if t["labels"]["node"] != "n3"]
+        with PrometheusServer(prometheus_binary, tmp_path_factory.mktemp("prometheus"), jobs) as prometheus:
+            prometheus.wait_for_targets(20)
+            yield World(cluster, prometheus)
 
 
 # ---------------------------------------------------------------- the expected usage, from the scenario

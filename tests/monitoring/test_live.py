@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,12 +66,8 @@ def closed_port() -> int:
 def cluster() -> Iterator[SimulatedCluster]:
     with SimulatedCluster(load_demo_scenario()) as c:
         c.advance(60)  # pods running, metrics published; node-a and node-b hot
-        stop = threading.Event()
-        ticker = threading.Thread(target=c.run_realtime, args=(stop,), daemon=True)
-        ticker.start()
-        yield c
-        stop.set()
-        ticker.join(5)
+        with c.running_in_real_time():
+            yield c
 
 
 class Controller:
