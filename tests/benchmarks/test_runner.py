@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.run import BENCHMARKS, Benchmark, Metric, metric_row, pooled, render
+from benchmarks.run import BENCHMARKS, SCALING_NODES, Benchmark, Metric, _scaling_extra, metric_row, pooled, render
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +51,29 @@ def test_every_benchmark_has_a_distinct_name_and_the_targets_of_testing_md() -> 
     assert targets[("planning-5000", "cycle_seconds")] == ("<=", 1.0)
     assert targets[("planning-5000", "best_node_ms")] == ("<=", 2.0)
     assert targets[("extender", "all_p99_ms")] == ("<=", 10.0)
-    assert targets[("watch", "events_per_second")] == (">=", 20_000.0)
+    assert targets[("watch", "events_per_second")] == (">=", 50_000.0)
+    assert targets[("decode-15000", "seconds")] == ("<=", 15.0)
+    assert targets[("decode-15000", "peak_rss_mib")] == ("<=", 2048.0)
+    assert targets[("planning-15000", "cycle_cpu_seconds")] == ("<=", 3.0)
+
+
+def test_the_scaling_table_shows_each_size_and_the_growth_exponent_from_the_one_before() -> None:
+    run: dict[str, float] = {}
+    for nodes in SCALING_NODES:
+        run |= {
+            f"cycle_cpu_seconds_{nodes}": nodes / 5000,  # linear
+            f"extender_pods_per_cpu_second_{nodes}": 5_000_000 / nodes,  # time per pod linear in names
+            f"extender_p99_ms_{nodes}": 1.0,
+            f"planning_rss_mib_{nodes}": 100.0,
+            f"extender_rss_mib_{nodes}": 200.0,
+        }
+    run["cycle_cpu_seconds_15000"] = 3 * 3 * 1.0  # 3× the nodes, 9× the time: quadratic
+    text = _scaling_extra([run])
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [row.split(" | ")[0] for row in rows] == ["| 500", "| 1,000", "| 5,000", "| 15,000"]
+    assert rows[0].split(" | ")[3] == "—"
+    assert rows[1].split(" | ")[3] == "1.00" and rows[3].split(" | ")[3] == "2.00"
+    assert rows[2].split(" | ")[6] == "1.00" and rows[2].endswith("100 / 200 |")
 
 
 def test_the_runner_writes_results_for_a_named_benchmark(tmp_path: Path) -> None:
