@@ -160,10 +160,12 @@ class Pod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     tolerations: tuple[Toleration, ...] = ()
     has_local_storage: bool = False
     has_pvc: bool = False
+    # "namespace/name", derived in __post_init__ (any value passed is replaced): a stored field, not
+    # a property, since planning reads it several times per pod per cycle.
+    key: str = ""
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "key", f"{self.namespace}/{self.name}")
 
     @property
     def terminal(self) -> bool:
