@@ -13,13 +13,13 @@ from pydantic import BaseModel
 
 from descheduler.policy import QuotaReclaimArgs
 from descheduler.strategy import PlanContext, StrategyResult
-from strategies.quota.accounting import Ledger, Membership, holds_capacity
+from strategies.quota.accounting import Census, Ledger, Membership, node_free
 from strategies.quota.overmax import revoke_over_max
 from strategies.quota.pacing import Pacing
 from strategies.quota.reclaim import reclaim_guarantees
 from strategies.quota.round import Round
 from strategies.quota.tree import build_tree
-from strategies.quota.units import Unit, build_units
+from strategies.quota.units import VictimUnits
 
 
 class QuotaReclaim:
@@ -32,21 +32,13 @@ class QuotaReclaim:
         if not tree.groups:
             return StrategyResult()
         membership = Membership.build(tree, args.quota_label)
-        pod_groups: dict[str, str] = {}
-        for pod in snapshot.pods:
-            group = membership.group_of(pod)
-            if group is not None:
-                pod_groups[pod.key] = group
+        # The one pass over every pod: per-group sums decide which groups act (over max, or a
+        # pending pod under its min); victim units and cluster free are built only when needed.
+        census = Census.take(snapshot.pods, membership)
         considered = {name for name, ok in zip(ctx.table.names, ctx.considered, strict=True) if ok}
         usable = frozenset(n.name for n in snapshot.nodes if n.ready and not n.unschedulable and n.name in considered)
-        ledger = Ledger.build(snapshot, tree, pod_groups, usable, args.aggregate_min_gate)
-        units: dict[str, list[Unit]] = {}
-        for unit in build_units((p for p in snapshot.pods if holds_capacity(p)), pod_groups):
-            for group in unit.groups:
-                if group:
-                    units.setdefault(group, []).append(unit)
-        for group_units in units.values():
-            group_units.sort(key=Unit.victim_order)
+        ledger = Ledger.build(tree, census.requested, lambda: node_free(snapshot, usable), args.aggregate_min_gate)
+        units = VictimUnits(snapshot.pods, census.holding, census.requested, membership.group_of)
         pacing = Pacing.load(ctx.state, snapshot.now, args)
         pacing.check_progress(snapshot, ledger)
         rnd = Round(
@@ -56,7 +48,7 @@ class QuotaReclaim:
             ledger=ledger,
             pacing=pacing,
             units=units,
-            pod_groups=pod_groups,
+            pending=census.pending,
             usable_nodes=usable,
         )
         rnd.result.warnings.extend(tree.warnings)

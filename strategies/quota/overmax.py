@@ -62,7 +62,7 @@ def _trim(rnd: Round, name: str, over: list[str], since: datetime, now: datetime
     assert maximum is not None
     members = set(tree.subtree(name))
     candidates = sorted(
-        (u for g in sorted(members) for u in rnd.units.get(g, []) if u.requests_any(over)),
+        (u for g in sorted(members) for u in rnd.units.of(g) if u.requests_any(over)),
         key=Unit.victim_order,
     )
     used = ledger.used[name]

@@ -5,12 +5,13 @@ Both rules refuse a lender with a `Refusal` whose code is defined here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from descheduler import timestamps
+from descheduler.model import Pod
 from descheduler.policy import QuotaReclaimArgs
 from descheduler.refusal import Refusal, define
 from descheduler.snapshot import Snapshot
@@ -48,6 +49,20 @@ def _times(raw: Any) -> dict[str, datetime]:
     return out
 
 
+def _pods_named(snapshot: Snapshot, records: Iterable[Mapping[str, Any]]) -> dict[str, Pod]:
+    """The snapshot's pods that the records name (as victims or waiting pods), by key."""
+    keys = {str(k) for record in records for part in ("victims", "pods") for k in record.get(part, [])}
+    # A pod's name is what follows one of the key's slashes: compare names before building keys.
+    names = {key[i + 1 :] for key in keys for i, c in enumerate(key) if c == "/"}
+    found: dict[str, Pod] = {}
+    for pod in snapshot.pods:
+        if pod.name in names:
+            key = pod.key
+            if key in keys:
+                found[key] = pod
+    return found
+
+
 @dataclass(slots=True)
 class Pacing:
     now: datetime
@@ -75,8 +90,10 @@ class Pacing:
         That happens when the cluster's scheduler is not quota-aware and the lender's replacement
         pods went back into the freed slot.
         """
-        pods = {p.key: p for p in snapshot.pods}
         earlier, self.carried = self.carried, {}
+        if not earlier:
+            return
+        pods = _pods_named(snapshot, earlier.values())
         for group, record in sorted(earlier.items()):
             victims = [str(v) for v in record.get("victims", [])]
             if any(v in pods and not pods[v].terminal for v in victims):

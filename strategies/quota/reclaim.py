@@ -30,7 +30,6 @@ from descheduler.plan import PodKey
 from descheduler.quantity import format_units
 from descheduler.refusal import Fact, Refusal, define
 from descheduler.resources import EMPTY, Resources, total
-from strategies.quota.accounting import is_pending
 from strategies.quota.pacing import LENDER_COOLDOWN, RECLAIM_BACKOFF
 from strategies.quota.round import (
     MAX_EVICTIONS_PER_LENDER,
@@ -286,7 +285,7 @@ class Attempt:
 
     def search(self) -> bool:
         rnd = self.rnd
-        lenders = [g for g in sorted(rnd.units) if g != self.group and rnd.tree.trusted(g) and rnd.tree.is_leaf(g)]
+        lenders = [g for g in rnd.units.groups() if g != self.group and rnd.tree.trusted(g) and rnd.tree.is_leaf(g)]
         cursors = dict.fromkeys(lenders, 0)
         while True:
             left = self.remaining()
@@ -295,9 +294,8 @@ class Attempt:
             open_resources = sorted(left)
             options = []
             for lender in lenders:
-                if cursors[lender] >= len(rnd.units[lender]):
-                    continue
-                if not any(u.requests_any(open_resources) for u in rnd.units[lender][cursors[lender] :]):
+                # A lender's units are built only when this cannot be told from its pods' sums.
+                if not rnd.units.any_requests(lender, open_resources, start=cursors[lender]):
                     continue
                 refusal = self.lender_refusal(lender, open_resources)
                 if refusal is not None:
@@ -307,7 +305,7 @@ class Attempt:
                 options.append((self.order_key(lender, open_resources), lender))
             chosen = None
             for _, lender in sorted(options):
-                units = rnd.units[lender]
+                units = rnd.units.of(lender)
                 while cursors[lender] < len(units):
                     unit = units[cursors[lender]]
                     cursors[lender] += 1
@@ -425,13 +423,7 @@ _KINDS: Mapping[str, str] = {
 
 
 def reclaim_guarantees(rnd: Round) -> None:
-    pending: dict[str, list[Pod]] = {}
-    groups = rnd.pod_groups
-    for pod in rnd.ctx.snapshot.pods:
-        group = groups.get(pod.key)
-        if group is not None and is_pending(pod):
-            pending.setdefault(group, []).append(pod)
-    for starving in find_starving(rnd, pending):
+    for starving in find_starving(rnd, rnd.pending):
         for pod in starving.accepted:
             if rnd.stopped is not None:
                 rnd.result.unreclaimable.append(f"{pod.key} (quota {starving.group}): deferred: {rnd.stopped}")

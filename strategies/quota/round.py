@@ -21,7 +21,7 @@ from descheduler.strategy import PlanContext, StrategyResult
 from strategies.quota.accounting import Ledger
 from strategies.quota.pacing import Pacing
 from strategies.quota.tree import QuotaTree
-from strategies.quota.units import Unit
+from strategies.quota.units import Unit, VictimUnits
 
 STRATEGY = "QuotaReclaim"
 
@@ -90,8 +90,8 @@ class Round:
     tree: QuotaTree
     ledger: Ledger
     pacing: Pacing
-    units: dict[str, list[Unit]]  # lender group -> its units, least important first
-    pod_groups: dict[str, str]  # pod key -> quota group
+    units: VictimUnits  # lender group -> its units, least important first (built when asked for)
+    pending: dict[str, list[Pod]]  # group -> its pending pods
     usable_nodes: frozenset[str]
     result: StrategyResult = field(default_factory=StrategyResult)
     budget: EvictionBudget | None = None
