@@ -1,10 +1,15 @@
 """The extender: answers filter and prioritize for one pod at a time, on the latest refreshed state.
 
-Requests are decoded outside the lock; the decision itself (a few vectorised passes over the
-node table) runs under one lock, which also guards the assumed-pods ledger. Python runs one
-thread at a time anyway, so the lock costs no throughput and keeps every answer consistent.
-A refresher thread rebuilds the state off the request path when the source changed; Reservation
-changes are written into the current state as they arrive (`apply_reservation`), and only then
+A request reads the current state once and answers from it: decoding, mapping the names to rows
+and encoding the answer take no lock; the decision itself (a few vectorised passes over the node
+table) holds the state's own lock, which changes to that state (bindings, Reservations) also
+take, so every answer is consistent. Changes and state replacements are serialised by a second
+lock that no request takes: a refresher thread rebuilds the state off the request path when the
+source changed, applies to it the changes seen meanwhile and swaps it in with one assignment;
+requests already running finish on the state they started with, and none waits for the swap.
+While it builds, the refresher gives the GIL back every `REBUILD_SWITCH_INTERVAL` seconds, so a
+request waits for the rebuild that long at most, not CPython's default 5 ms per switch.
+Reservation changes are written into the current state as they arrive (`apply_reservation`), and only then
 is a Pending Reservation acknowledged, so the migration controller never evicts before the
 answers hold the room. With a `ReservationWriter` the extender also serves kube-scheduler's bind
 verb: it consumes (or fails) the pod's Reservation and binds the pod (`reservations`).
@@ -13,11 +18,11 @@ verb: it consumes (or fails) the pod's Reservation and binds the pod (`reservati
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -27,6 +32,7 @@ from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
 from descheduler.extender.decisions import extender_scores, filter_rows
+from descheduler.extender.names import passed_names
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY, ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationWriter
 from descheduler.extender.sources import ClusterSource
@@ -41,6 +47,7 @@ log = logging.getLogger(__name__)
 
 POD_CACHE_SIZE = 256
 RECENT_PODS = 4096  # pods asked about, by UID, for the bind verb (kube-scheduler filters before it binds)
+REBUILD_SWITCH_INTERVAL = 0.0005  # seconds: how long a request may wait for the GIL while the state is rebuilt
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +77,7 @@ class Extender:
         self._args = args
         self.timing = timing or RefreshTiming()
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # changes and state swaps, in order; never taken by a request
         self._refresh_lock = threading.Lock()
         self._state: ClusterState | None = None
         self._assumed = AssumedPods(assumed_ttl)
@@ -141,11 +148,13 @@ class Extender:
                 return False
             started = self._clock()
             generation = self.source.generation()
+            switch = sys.getswitchinterval()
+            sys.setswitchinterval(min(switch, REBUILD_SWITCH_INTERVAL))
             try:
                 snapshot = self.source.snapshot()
                 args = self._args
                 table = build_table(snapshot, args)
-                state = ClusterState(table, generation, started)
+                state = ClusterState(table, generation, started, current.names if current is not None else None)
             except (InputError, ClusterUnreachableError) as err:
                 self._failed(str(err))
                 return False
@@ -153,13 +162,16 @@ class Extender:
                 log.exception("extender: refreshing the cluster state failed")
                 self._failed(f"refresh failed: {err}")
                 return False
+            finally:
+                sys.setswitchinterval(switch)
             self._last_build = self._clock() - started
             with self._lock:
                 if args is not self._args:
                     return False  # the policy changed while building: the next refresh uses the new one
+                # The new state is not served yet: no request can see it half updated.
                 self._assumed.carry_over(state, self._clock())
                 self._carry_reservations(state)
-                self._state = state
+                self._state = state  # the swap: requests from now on answer from the new state
                 self._rebuild = False
                 metrics.EXTENDER_ASSUMED_PODS.set(len(self._assumed))
             self._offer(state, state.table.snapshot.reservations)
@@ -182,7 +194,8 @@ class Extender:
             state = self._state
             if state is None:
                 return  # the first snapshot, when it comes, will include it
-            self._assumed.add(pod, node, self._clock(), state)
+            with state.lock:
+                self._assumed.add(pod, node, self._clock(), state)
             metrics.EXTENDER_ASSUMED_PODS.set(len(self._assumed))
 
     def observe_reservation(self, name: str, reservation: Reservation | None) -> None:
@@ -192,7 +205,8 @@ class Extender:
             self._reservation_changes[name] = (reservation, self._clock())
             state = self._state
             if state is not None:
-                apply_reservation(state, name, reservation)
+                with state.lock:
+                    apply_reservation(state, name, reservation)
         if state is not None and reservation is not None:
             self._offer(state, [reservation])
 
@@ -234,33 +248,40 @@ class Extender:
 
     def filter(self, body: bytes) -> bytes:
         """An ExtenderArgs body in, an ExtenderFilterResult body out (RequestError for a bad request)."""
-        with self._answer(body) as (request, state, candidates):
+        request, state, candidates = self._prepare(body)
+        with state.lock:
+            state.asked_about(request.pod)
             decision = filter_rows(request.pod, state.view, candidates.rows)
-            # Names the table does not know pass (as a node without metrics does), unless the pod was
-            # steered to its Reservation: then every other node is refused.
-            passed = np.full(candidates.size, decision.steered < 0, dtype=np.bool_)
-            passed[candidates.positions if candidates.positions is not None else slice(None)] = decision.passed
-            refused = ~decision.passed
-            failed_rows, reasons = candidates.rows[refused], decision.reason[refused]
-            texts = [msgspec.json.encode(protocol.printable(text)) for text in decision.reasons]
-            hopeless = np.array(decision.unresolvable, dtype=np.bool_)[reasons]
-            failed = _failed_map(state, failed_rows[~hopeless], reasons[~hopeless], texts)
-            extra = [(q, texts[decision.steered]) for _, q in candidates.unknown] if decision.steered >= 0 else []
-            unresolvable = _failed_map(state, failed_rows[hopeless], reasons[hopeless], texts, extra)
-            if request.node_items is not None:
-                items = [item for item, ok in zip(request.node_items, passed.tolist(), strict=True) if ok]
-                head = b'{"Nodes":' + msgspec.json.encode(protocol.NodeList(items=items)) + b',"NodeNames":null'
+        # Names the table does not know pass (as a node without metrics does), unless the pod was
+        # steered to its Reservation: then every other node is refused.
+        passed = np.full(candidates.size, decision.steered < 0, dtype=np.bool_)
+        passed[candidates.positions if candidates.positions is not None else slice(None)] = decision.passed
+        refused = ~decision.passed
+        failed_rows, reasons = candidates.rows[refused], decision.reason[refused]
+        texts = [msgspec.json.encode(protocol.printable(text)) for text in decision.reasons]
+        hopeless = np.array(decision.unresolvable, dtype=np.bool_)[reasons]
+        failed = _failed_map(state, failed_rows[~hopeless], reasons[~hopeless], texts)
+        extra = [(q, texts[decision.steered]) for _, q in candidates.unknown] if decision.steered >= 0 else []
+        unresolvable = _failed_map(state, failed_rows[hopeless], reasons[hopeless], texts, extra)
+        if request.node_items is not None:
+            items = [item for item, ok in zip(request.node_items, passed.tolist(), strict=True) if ok]
+            head = b'{"Nodes":' + msgspec.json.encode(protocol.NodeList(items=items)) + b',"NodeNames":null'
+        else:
+            if candidates.spans is not None:  # the request's own bytes, less the names that failed
+                names = passed_names(request.names_raw, candidates.spans, passed)
             else:
                 names = _names_json(state, candidates, passed)
-                state.remember(names, _subset(candidates, passed))
-                head = b'{"Nodes":null,"NodeNames":' + names
+            state.remember(names, _subset(candidates, passed))
+            head = b'{"Nodes":null,"NodeNames":' + names
         return head + b',"FailedNodes":' + failed + b',"FailedAndUnresolvableNodes":' + unresolvable + b',"Error":""}'
 
     def prioritize(self, body: bytes) -> bytes:
         """An ExtenderArgs body in, a HostPriorityList body out."""
-        with self._answer(body) as (request, state, candidates):
+        request, state, candidates = self._prepare(body)
+        with state.lock:
+            state.asked_about(request.pod)
             node_scores = extender_scores(request.pod, state.view, candidates.rows)
-            pieces = state.hosts.take(candidates.rows * (MAX_EXTENDER_PRIORITY + 1) + node_scores)
+        pieces = state.hosts.take(candidates.rows * (MAX_EXTENDER_PRIORITY + 1) + node_scores)
         if candidates.unknown:
             merged = np.empty(candidates.size, dtype=object)
             assert candidates.positions is not None
@@ -302,7 +323,8 @@ class Extender:
             self._leaving[uid] = self._clock()
             state = self._state
             if state is not None:
-                state.table.leaving.add(uid)
+                with state.lock:
+                    state.table.leaving.add(uid)
 
     def _wrote_reservation(self, raw: dict[str, object]) -> None:
         """The bind verb consumed or failed a Reservation: the state stops counting its room at once."""
@@ -329,17 +351,9 @@ class Extender:
             while len(self._recent_pods) > RECENT_PODS:
                 self._recent_pods.popitem(last=False)
 
-    @contextmanager
-    def _answer(self, body: bytes) -> Iterator[tuple[Request, ClusterState, Candidates]]:
-        """Decode outside the lock; then, holding it, the newest state and the request's candidate rows."""
-        request = self._decode(body)
-        with self._lock:
-            state = self._answering()
-            candidates = self._candidates(state, request)
-            state.asked_about(request.pod)
-            yield request, state, candidates
-
-    def _decode(self, body: bytes) -> Request:
+    def _prepare(self, body: bytes) -> tuple[Request, ClusterState, Candidates]:
+        """The request decoded and its names as rows of the newest state, which it is then answered
+        from; no lock is taken: a state, once served, is only ever replaced."""
         state = self._state
         if state is None:
             raise RequestError(self.not_ready() or "not ready", status=503)
@@ -347,37 +361,28 @@ class Extender:
         pod = self._pod(pod_raw)
         if names_raw is not None:
             # A NodeNames array the state has seen (typically the filter's answer, sent back to
-            # prioritize) needs no decoding: its rows are cached by its bytes.
-            with self._lock:
-                known = state.candidates(names_raw, None) is not None
-            return Request(pod, pod_raw, None if known else protocol.decode_names(names_raw), names_raw, None)
+            # prioritize), or one of names it knows as Go writes them, needs no decoding.
+            found = state.candidates(names_raw, None)
+            if found is None:
+                found = state.candidates(names_raw, protocol.decode_names(names_raw))
+            assert found is not None
+            return Request(pod, pod_raw, None, names_raw, None), state, found
         assert nodes_raw is not None
         names, items = protocol.decode_nodes(nodes_raw)
-        return Request(pod, pod_raw, names, b"", items)
-
-    def _answering(self) -> ClusterState:
-        """The newest state (under the lock); once there is one, it is only ever replaced."""
-        state = self._state
-        if state is None:
-            raise RequestError(self.not_ready() or "not ready", status=503)
-        return state
-
-    @staticmethod
-    def _candidates(state: ClusterState, request: Request) -> Candidates:
-        found = state.candidates(request.names_raw, request.names)
-        if found is None:  # recognised by an older state, replaced since: decode the names after all
-            found = state.candidates(request.names_raw, protocol.decode_names(request.names_raw))
+        found = state.candidates(b"", names)
         assert found is not None
-        return found
+        return Request(pod, pod_raw, names, b"", items), state, found
 
     def _pod(self, raw: bytes) -> Pod:
         """The decoded pod, cached by its JSON: filter and prioritize carry the same pod."""
-        pod = self._pods.get(raw)
+        with self._recent_lock:
+            pod = self._pods.get(raw)
         if pod is None:
             pod = protocol.decode_pod(raw)
-            self._pods[raw] = pod
-            if len(self._pods) > POD_CACHE_SIZE:
-                self._pods.popitem(last=False)
+            with self._recent_lock:
+                self._pods[raw] = pod
+                while len(self._pods) > POD_CACHE_SIZE:
+                    self._pods.popitem(last=False)
             self._remember_pod(pod)
         return pod
 

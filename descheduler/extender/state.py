@@ -1,13 +1,19 @@
 """What the extender decides on between two refreshes, and the pods assumed since the last one.
 
 A `ClusterState` is built once per refresh, off the request path: the node table, a view that
-assumed bindings are written into, and every per-node piece of a response already JSON-encoded,
-so answering a request is NumPy indexing and one `bytes.join`, never a loop over nodes in Python.
+assumed bindings are written into, the node names indexed for bulk lookup (`names.NameIndex`),
+and every per-node piece of a response already JSON-encoded, so answering a request is NumPy
+indexing and one `bytes.join`, never a loop over nodes in Python.
+
+Each state carries its own lock: a decision and a change to the view (a binding, a Reservation)
+exclude each other, so an answer never sees half a binding. Replacing the state takes no lock a
+request holds: requests already running finish on the state they started with.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -16,6 +22,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from descheduler.extender.names import NameIndex, NameSpans
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
 from descheduler.model import MigrationJob, Pod, Reservation
 from descheduler.scheduling.table import (
@@ -41,16 +48,22 @@ class Candidates:
     positions: IntArray | None  # where each known name sits in the request (None: every name is known)
     unknown: tuple[tuple[int, bytes], ...] = ()  # (position, JSON-quoted name) of names the table lacks
     size: int = 0
+    spans: NameSpans | None = None  # where each name sits in the request's compact NodeNames bytes
 
 
 class ClusterState:
     """One refresh: the table, the view bindings are assumed into, and pre-encoded response pieces."""
 
-    def __init__(self, table: NodeTable, generation: Hashable, taken_at: float) -> None:
+    def __init__(self, table: NodeTable, generation: Hashable, taken_at: float, names: NameIndex | None = None) -> None:
         self.table = table
         self.view = ClusterView(table)
         self.generation = generation
         self.taken_at = taken_at  # monotonic time the snapshot was read
+        self.lock = threading.Lock()  # a decision, or a change to the view and table
+        # The previous state's index when the nodes are the same (a refresh rarely changes them).
+        same = names is not None and names.names == tuple(table.names)
+        self.names = names if names is not None and same else NameIndex(table.names)
+        self._cache_lock = threading.Lock()
         quoted = [msgspec.json.encode(name) for name in table.names]
         # `"name"` for NodeNames, `,"name":` for a FailedNodes entry, a whole HostPriority per score.
         self.quoted: ObjectArray = _objects(quoted)
@@ -63,10 +76,20 @@ class ClusterState:
         self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
 
     def candidates(self, names_raw: bytes, names: list[str] | None) -> Candidates | None:
-        """Rows for a NodeNames array: from the cache when these exact bytes were seen, else from `names`."""
-        found = self._candidates.get(names_raw) if names_raw else None
-        if found is not None or names is None:
-            return found
+        """Rows for a NodeNames array: from the cache when these exact bytes were seen, else read from
+        the bytes in bulk (`NameIndex.locate`), else from the decoded `names`; None when only the
+        decoded names would do and `names` is None."""
+        if names_raw:
+            with self._cache_lock:
+                found = self._candidates.get(names_raw)
+            if found is not None:
+                return found
+            located = self.names.locate(names_raw)
+            if located is not None:
+                # Not remembered: a filter's names come in a fresh order each time, and this is cheap.
+                return Candidates(located.rows, None, (), located.rows.size, located.spans)
+        if names is None:
+            return None
         index = self.table.index
         try:
             rows = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
@@ -87,10 +110,11 @@ class ClusterState:
         """Keep the rows of a NodeNames array (a filter's answer is the next prioritize's question)."""
         if not names_raw:
             return
-        self._candidates[names_raw] = candidates
-        self._candidates.move_to_end(names_raw)
-        while len(self._candidates) > CANDIDATE_CACHE_SIZE:
-            self._candidates.popitem(last=False)
+        with self._cache_lock:
+            self._candidates[names_raw] = candidates
+            self._candidates.move_to_end(names_raw)
+            while len(self._candidates) > CANDIDATE_CACHE_SIZE:
+                self._candidates.popitem(last=False)
 
     def asked_about(self, pod: Pod) -> None:
         """Bound the table's per-pod load cache for pods that are not in the snapshot (one per request)."""

@@ -1,0 +1,173 @@
+"""Node names to table rows in bulk (`names.NameIndex`), and the extender's answers through it.
+
+The fast path reads compact JSON arrays of known names; everything else must fall back to the
+ordinary decode (None), never map a name to a wrong row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from descheduler.extender import Extender, SnapshotFileSource
+from descheduler.extender.names import NameIndex, passed_names
+from tests.builders import loaded_node, node
+
+from .conftest import extender_args, kube_pod, scheduling_args, write_snapshot
+
+TABLE = ["a", "ab", "node-1", "node-10", "eight-ch", "nine-char", "n" * 16, "n" * 17, "ü-node", "x" * 63]
+
+
+def compact(names: list[str]) -> bytes:
+    return msgspec.json.encode(names)
+
+
+def rows_of(names: list[str], table: list[str] = TABLE) -> list[int]:
+    return [table.index(n) for n in names]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(TABLE), max_size=40))
+def test_known_names_map_to_their_rows_in_request_order_duplicates_included(names: list[str]) -> None:
+    located = NameIndex(TABLE).locate(compact(names))
+    assert located is not None
+    assert located.rows.tolist() == rows_of(names)
+
+
+def test_an_empty_list_maps_to_no_rows() -> None:
+    located = NameIndex(TABLE).locate(b"[]")
+    assert located is not None and located.rows.size == 0
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'["a","ghost"]',  # a name the table lacks
+        b'["a","a "]',  # a known name plus a space
+        b'["nod"]',  # a prefix of a known name
+        b'["n"]',
+        b'["' + b"n" * 18 + b'"]',  # longer than any known name
+        b'["a",""]',  # an empty name: the ordinary decode refuses it
+        b'["a", "ab"]',  # whitespace between names
+        b' ["a"]',
+        b'["a","\\u0061"]',  # an escape
+        b'["a",1,"ab"]',  # not a string
+        b'["a",["ab"]]',
+        b'["a",{"ab":"a"}]',
+        b'["a","ab"',  # cut short (cannot reach here: the envelope is valid JSON)
+        b"null",
+    ],
+)
+def test_anything_but_a_compact_array_of_known_names_is_left_to_the_slow_path(raw: bytes) -> None:
+    assert NameIndex(TABLE).locate(raw) is None
+
+
+def test_a_name_json_writes_with_escapes_is_found_only_by_the_slow_path() -> None:
+    table = ["plain", 'quo"te', "back\\slash", "comma,name"]
+    index = NameIndex(table)
+    assert index.locate(compact(["plain"])) is not None
+    for name in table[1:]:
+        assert index.locate(compact(["plain", name])) is None
+
+
+def test_no_table_no_fast_path() -> None:
+    assert NameIndex([]).locate(b'["a"]') is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(TABLE), max_size=30).flatmap(
+        lambda n: st.tuples(st.just(n), st.lists(st.booleans(), min_size=len(n), max_size=len(n)))
+    )
+)
+def test_the_passed_names_are_the_requests_own_bytes_less_the_failed_ones(case: tuple[list[str], list[bool]]) -> None:
+    names, passed = case
+    raw = compact(names)
+    located = NameIndex(TABLE).locate(raw)
+    assert located is not None
+    out = passed_names(raw, located.spans, np.array(passed, dtype=np.bool_))
+    assert out == compact([n for n, ok in zip(names, passed, strict=True) if ok])
+
+
+# --- the extender's answers through the fast path and the slow one ------------------------------
+
+
+def cluster() -> list[dict[str, object]]:
+    # cool-*: 1 cpu used of 8; hot-*: 5 of 8, refused by the load filter; full: 1.5 of 2 cpu requested.
+    return [
+        *[o for i in range(6) for o in loaded_node(f"cool-{i}", [(f"c{i}", "1")])],
+        *[o for i in range(3) for o in loaded_node(f"hot-{i}", [(f"h{i}", "5")])],
+        node("cordoned", unschedulable=True),
+    ]
+
+
+@pytest.fixture
+def extender(tmp_path: Path) -> Extender:
+    path = write_snapshot(tmp_path / "snapshot.yaml", cluster())
+    extender = Extender(SnapshotFileSource(path), scheduling_args())
+    assert extender.refresh(force=True)
+    return extender
+
+
+NAMES = [*(f"cool-{i}" for i in range(6)), *(f"hot-{i}" for i in range(3)), "cordoned"]
+
+
+def spaced(body: bytes) -> bytes:
+    """The same ExtenderArgs with spaces after separators: valid JSON the fast path does not take."""
+    return json.dumps(json.loads(body)).encode()
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        NAMES,
+        list(reversed(NAMES)),
+        ["hot-0", "cool-3", "hot-0", "cool-3"],  # duplicates
+        ["cool-1", "ghost", "hot-2"],  # a name the table lacks
+        ["hot-0", "hot-1"],  # nothing passes
+        [],
+    ],
+)
+def test_filter_and_prioritize_answer_the_same_whichever_path_maps_the_names(
+    extender: Extender, names: list[str]
+) -> None:
+    pod = kube_pod("web-new")
+    fast = extender.filter(extender_args(pod, names))
+    slow = extender.filter(spaced(extender_args(pod, names)))
+    assert json.loads(fast) == json.loads(slow)
+    passed = json.loads(fast)["NodeNames"]
+    assert json.loads(extender.prioritize(extender_args(pod, passed))) == json.loads(
+        extender.prioritize(spaced(extender_args(pod, passed)))
+    )
+
+
+def test_the_filters_answer_keeps_the_request_order_and_drops_the_refused(extender: Extender) -> None:
+    answer = json.loads(extender.filter(extender_args(kube_pod("web-new"), ["hot-1", "cool-4", "cordoned", "cool-0"])))
+    assert answer["NodeNames"] == ["cool-4", "cool-0"]
+    assert set(answer["FailedAndUnresolvableNodes"]) == {"hot-1", "cordoned"}
+
+
+def test_a_node_list_that_changes_between_requests_is_mapped_afresh(extender: Extender) -> None:
+    pod = kube_pod("web-new")
+    first = json.loads(extender.prioritize(extender_args(pod, ["cool-0", "cool-1"])))
+    second = json.loads(extender.prioritize(extender_args(pod, ["cool-2", "hot-0", "cool-0"])))
+    assert [h["Host"] for h in first] == ["cool-0", "cool-1"]
+    assert [h["Host"] for h in second] == ["cool-2", "hot-0", "cool-0"]
+
+
+def test_prioritize_after_a_state_swap_scores_the_filters_answer_on_the_new_state(extender: Extender) -> None:
+    pod = kube_pod("web-new")
+    passed = json.loads(extender.filter(extender_args(pod, NAMES)))["NodeNames"]
+    before = extender.state
+    assert extender.refresh(force=True)
+    assert extender.state is not before
+    assert extender.state is not None and extender.state.names is before.names  # same nodes: index kept
+    scores = json.loads(extender.prioritize(extender_args(pod, passed)))
+    assert [h["Host"] for h in scores] == passed
+    assert scores == json.loads(extender.prioritize(spaced(extender_args(pod, passed))))
