@@ -7,6 +7,7 @@ ordinary decode (None), never map a name to a wrong row.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import msgspec
@@ -165,9 +166,66 @@ def test_prioritize_after_a_state_swap_scores_the_filters_answer_on_the_new_stat
     pod = kube_pod("web-new")
     passed = json.loads(extender.filter(extender_args(pod, NAMES)))["NodeNames"]
     before = extender.state
+    assert before is not None
     assert extender.refresh(force=True)
     assert extender.state is not before
     assert extender.state is not None and extender.state.names is before.names  # same nodes: index kept
     scores = json.loads(extender.prioritize(extender_args(pod, passed)))
     assert [h["Host"] for h in scores] == passed
     assert scores == json.loads(extender.prioritize(spaced(extender_args(pod, passed))))
+
+
+# --- replacing the state while requests run -------------------------------------------------------
+
+
+def test_a_refresh_swaps_the_state_while_a_request_is_deciding_on_the_old_one(extender: Extender) -> None:
+    old = extender.state
+    assert old is not None
+    with old.lock:  # a request in the middle of its decision
+        swapper = threading.Thread(target=extender.refresh, kwargs={"force": True})
+        swapper.start()
+        swapper.join(30)
+        assert not swapper.is_alive()
+        assert extender.state is not old
+    # The request goes on answering from the state it started with; the next one gets the new state.
+    assert json.loads(extender.filter(extender_args(kube_pod("web-new"), ["cool-0", "hot-0"])))["NodeNames"] == [
+        "cool-0"
+    ]
+
+
+def test_answers_stay_the_same_while_the_state_is_replaced_over_and_over(extender: Extender) -> None:
+    pod = kube_pod("web-new")
+    expected_filter = extender.filter(extender_args(pod, NAMES))
+    passed = json.loads(expected_filter)["NodeNames"]
+    expected_scores = extender.prioritize(extender_args(pod, passed))
+    stop = threading.Event()
+
+    def refresh_forever() -> None:
+        while not stop.is_set():
+            extender.refresh(force=True)
+
+    swapper = threading.Thread(target=refresh_forever)
+    swapper.start()
+    try:
+        swaps = set()
+        for _ in range(200):
+            swaps.add(extender.state.taken_at if extender.state is not None else None)
+            assert extender.filter(extender_args(pod, NAMES)) == expected_filter
+            assert extender.prioritize(extender_args(pod, passed)) == expected_scores
+    finally:
+        stop.set()
+        swapper.join(30)
+    assert len(swaps) > 1  # the state did change under the requests
+
+
+def test_a_node_added_by_the_next_state_is_found_by_name(extender: Extender, tmp_path: Path) -> None:
+    pod = kube_pod("web-new")
+    assert json.loads(extender.filter(extender_args(pod, ["cool-0", "new-node"])))["NodeNames"] == [
+        "cool-0",
+        "new-node",  # unknown names pass
+    ]
+    write_snapshot(tmp_path / "snapshot.yaml", [*cluster(), *loaded_node("new-node", [("n1", "6")])])
+    assert extender.refresh(force=True)
+    answer = json.loads(extender.filter(extender_args(pod, ["cool-0", "new-node"])))
+    assert answer["NodeNames"] == ["cool-0"]  # now known, and too hot
+    assert set(answer["FailedAndUnresolvableNodes"]) == {"new-node"}
