@@ -29,6 +29,7 @@ from descheduler.model import (
     Reservation,
     Workload,
 )
+from descheduler.podrows import PodRows
 
 SNAPSHOT_TIME_ANNOTATION = "descheduler.dev/snapshot-time"
 _WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
@@ -55,6 +56,9 @@ class Snapshot:
     node_by_name: Mapping[str, Node] = field(default_factory=dict)
     pods_by_node: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
     pods_per_owner: Mapping[str, int] = field(default_factory=dict)
+    # The pods as the node table's rows, when the cluster cache kept them (a fast path: the table
+    # computes them from `pods` otherwise, and ignores rows made for other pods or nodes tuples).
+    pod_rows: PodRows | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(

@@ -2,7 +2,8 @@
 
 One reflector thread per resource keeps a dict of narrow records (`descheduler.model`) current.
 Pods are also indexed by node, with what a Snapshot needs kept incrementally (the (namespace,
-name) order, per-node tuples, pods per owner), so `snapshot()` costs copies, not per-pod work.
+name) order, per-node tuples, pods per owner, the node table's per-pod rows), so `snapshot()`
+costs copies and work in proportion to what changed, not per-pod work.
 
     cache = ClusterCache(client).start()
     if not cache.wait_synced(60):
@@ -49,6 +50,7 @@ from descheduler.kube.kinds import (
 )
 from descheduler.kube.reflector import Reflector
 from descheduler.model import Node, Pod
+from descheduler.podrows import PodRowStore
 from descheduler.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -96,6 +98,11 @@ def _pod_order(key: str) -> tuple[str, str]:
     return namespace, name
 
 
+def _counted_owner(pod: Pod) -> str | None:
+    """The controller uid the pod counts for in `_PodIndex.owners` (non-terminal pods only)."""
+    return pod.owner.uid if pod.owner is not None and not pod.terminal else None
+
+
 @dataclass(slots=True)
 class _PodIndex:
     """Pods by node and the parts of a Snapshot kept current as pods change."""
@@ -107,6 +114,29 @@ class _PodIndex:
     ordered: tuple[Pod, ...] | None = None
     owners: Counter[str] = field(default_factory=Counter)  # non-terminal pods per controller uid
     namespaces: Counter[str] = field(default_factory=Counter)
+
+    def change(self, key: str, old: Pod | None, new: Pod | None) -> None:
+        """Index a pod's change: added (`old` None), modified, or deleted (`new` None)."""
+        self.ordered = None
+        if (
+            old is not None
+            and new is not None
+            and old.node_name == new.node_name
+            and _counted_owner(old) == _counted_owner(new)
+        ):
+            # The common MODIFIED event (status, labels): same node, same owner count, same key order.
+            if new.node_name:
+                self.by_node[new.node_name][key] = new
+                self.dirty_nodes.add(new.node_name)
+            return
+        if old is not None:
+            self.remove(key, old)
+        if new is not None:
+            self.add(key, new)
+        if old is None:
+            self.insert_key(key)
+        elif new is None:
+            self.delete_key(key)
 
     def remove(self, key: str, pod: Pod) -> None:
         if pod.node_name:
@@ -197,6 +227,7 @@ class ClusterCache:
         self._problems: dict[str, dict[str, str]] = {k.name: {} for k in self.kinds}
         self._status: dict[str, KindStatus] = {k.name: KindStatus() for k in self.kinds}
         self._pods = _PodIndex()
+        self._rows = PodRowStore()  # the node table's per-pod rows (descheduler.podrows)
         self._nodes_sorted: tuple[Node, ...] | None = None
         self._subscriptions: list[_Subscription] = []
         self._listeners: dict[str, list[Listener]] = {k.name: [] for k in self.kinds}
@@ -387,6 +418,7 @@ class ClusterCache:
                 add = self._pods.add
                 for key, pod in items.items():
                     add(key, pod)
+                self._rows.reset(items)
             elif name == NODES:
                 self._nodes_sorted = None
             status = self._status[name]
@@ -405,38 +437,34 @@ class ClusterCache:
         with self._lock:
             store = self._objects[name]
             old = store.get(key)
+            problems = self._problems[name]
             if problem is not None:
-                self._problems[name][key] = problem
+                problems[key] = problem
                 record = None  # an object we cannot read is not kept in an older state either
-            else:
-                self._problems[name].pop(key, None)
+            elif problems:
+                problems.pop(key, None)
             if event_type == DELETED or record is None:
                 if old is None:
                     return
                 del store[key]
-                change = CacheEvent(name, DELETED, key, old, None)
+                record = None
             else:
                 store[key] = record
-                change = CacheEvent(name, MODIFIED if old is not None else ADDED, key, old, record)
             if name == PODS:
-                index = self._pods
-                if old is not None:
-                    index.remove(key, old)
-                if change.new is not None:
-                    index.add(key, change.new)
-                if old is None:
-                    index.insert_key(key)
-                elif change.new is None:
-                    index.delete_key(key)
-                index.ordered = None
+                self._pods.change(key, old, record)
+                self._rows.touch(key)
+                if len(self._rows.dirty) > 2 * len(store) + 10_000:
+                    self._rows.sync(store)  # bound what a cache that is never snapshotted remembers
             elif name == NODES:
                 self._nodes_sorted = None
-            self._gauges[name].set(len(store))
+            if old is None or record is None:  # a MODIFIED event leaves the count as it was
+                self._gauges[name].set(len(store))
             listeners = self._listeners_for(name)
         if problem is not None:
             log.warning("object cannot be read; ignored", resource=name, key=key, error=problem)
         if listeners:
-            self._notify(listeners, [change])
+            event = DELETED if record is None else MODIFIED if old is not None else ADDED
+            self._notify(listeners, [CacheEvent(name, event, key, old, record)])
 
     def absent(self, kind: ResourceKind, why: str) -> None:
         name = kind.name
@@ -446,6 +474,11 @@ class ClusterCache:
             had = self._objects[name]
             self._objects[name] = {}
             self._problems[name] = {}
+            if name == PODS:
+                self._pods.clear()
+                self._rows.reset(())
+            elif name == NODES:
+                self._nodes_sorted = None
             status.synced, status.absent, status.error, status.failing_since, status.code = True, True, "", None, 0
             self._gauges[name].set(0)
             self._check_synced()
@@ -487,8 +520,10 @@ class ClusterCache:
             node_list = self._nodes_sorted
             pod_list = index.pods_in_order(pods)
             per_node = index.per_node()
+            self._rows.sync(pods)
             orphans = [n for n in per_node if n not in nodes]
             pods_by_node = {n: pods_on for n, pods_on in per_node.items() if n in nodes} if orphans else dict(per_node)
+            left_out: set[str] = set()
             owners = dict(index.owners)
             pod_namespaces = set(index.namespaces)
             warnings: list[str] = []
@@ -518,6 +553,7 @@ class ClusterCache:
             reservations = tuple(self._ordered(RESERVATIONS))
             jobs = tuple(self._ordered(MIGRATION_JOBS))
             node_by_name = dict(nodes)
+            pod_rows = self._rows.rows(pod_list, node_list, left_out)
         # NodeMetric problems reach the snapshot through the load reading's warnings.
         warnings += [p for p in self.problems() if not p.startswith(f"{NODE_METRICS} ")]
         node_usage = {}
@@ -542,6 +578,7 @@ class ClusterCache:
             node_by_name=node_by_name,
             pods_by_node=pods_by_node,
             pods_per_owner=owners,
+            pod_rows=pod_rows,
         )
 
     def _ordered(self, kind: str) -> list[Any]:

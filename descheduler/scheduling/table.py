@@ -13,15 +13,17 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from itertools import repeat
+from operator import is_not
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from descheduler.labels import LabelSelector
-from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, NodeUsage, Pod, Reservation, Taint
+from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, Pod, Reservation, Taint
+from descheduler.podrows import PodRows, micros, pod_columns, rows_of
 from descheduler.policy import SchedulingArgs
-from descheduler.priority import is_prod
 from descheduler.resources import Resources
 from descheduler.scheduling.estimator import estimate_matrix
 from descheduler.snapshot import Snapshot
@@ -121,7 +123,7 @@ class NodeTable:
     taint_group: npt.NDArray[np.int32]
     taint_groups: list[tuple[Taint, ...]]
     pod_loads: dict[str, PodLoad] = field(default_factory=dict)
-    pod_rows: dict[str, int] = field(default_factory=dict)
+    pod_rows: Mapping[str, int] = field(default_factory=dict)  # key -> row of `pods`, for the pods the sums count
     pods: PodMatrix | None = None
     # UIDs of pods known to be leaving (terminating or gone) that the snapshot still shows running:
     # the extender adds them as watch events arrive, before its next rebuild.
@@ -211,15 +213,24 @@ def build_table(snapshot: Snapshot, args: SchedulingArgs, extra_resources: Seque
         return _build_table(snapshot, args, extra_resources)
 
 
+def pod_rows(snapshot: Snapshot) -> PodRows:
+    """The snapshot's pod rows: the cache's, kept as events arrived, else computed from its pods."""
+    rows = snapshot.pod_rows
+    if rows is not None and rows.fits(snapshot.pods, snapshot.nodes):
+        return rows
+    return rows_of(snapshot.pods, snapshot.nodes)
+
+
 def _build_table(snapshot: Snapshot, args: SchedulingArgs, extra_resources: Sequence[str]) -> NodeTable:
     nodes = snapshot.nodes
+    rows = pod_rows(snapshot)
     names = [n.name for n in nodes]
     index = {name: i for i, name in enumerate(names)}
     measured = frozenset({"cpu", "memory"}).union(*(u.usage.keys() for u in snapshot.node_usage.values()))
     resource_names: set[str] = {"cpu", "memory", "pods", *extra_resources}
     for node in nodes:
         resource_names.update(node.allocatable)
-    resource_names.update(set().union(*(pod.requests.as_dict() for pod in snapshot.pods)))
+    resource_names.update(rows.requested)
     resource_names.update(args.usage_thresholds)
     resources = ["cpu", "memory", "pods", *sorted(resource_names - {"cpu", "memory", "pods"})]
     column = {name: i for i, name in enumerate(resources)}
@@ -252,7 +263,7 @@ def _build_table(snapshot: Snapshot, args: SchedulingArgs, extra_resources: Sequ
         taint_groups=[],
     )
     _fill_nodes(table, nodes, args)
-    _fill_pods(table, snapshot, args)
+    _fill_pods(table, snapshot, rows)
     _fill_in_flight(table, snapshot)
     return table
 
@@ -334,32 +345,56 @@ class PodMatrix:
 
 
 def pod_matrix(table: NodeTable, pods: Sequence[Pod], keys: Sequence[str] | None = None) -> PodMatrix:
-    """Bulk version of `PodLoad` for many pods; the single-pod path uses it too, so both agree."""
-    column, usage_of = table.column, table.snapshot.pod_usage
-    names, measured = table.resources, table.measured
-    # One list comprehension per matrix, over only the columns that matter: this runs for every pod.
-    requests = _rows(table, [p.requests.as_dict() for p in pods], [n for n in names if n != "pods"])
-    limits = _rows(table, [p.limits.as_dict() for p in pods], list(table.args.estimated_scaling_factors))
-    metrics = [usage_of.get(key) for key in (keys if keys is not None else [p.key for p in pods])]
-    has_metric = np.array([m is not None for m in metrics], dtype=np.bool_)
-    usage = _rows(table, [m.usage.as_dict() if m is not None else {} for m in metrics], sorted(measured))
-    prod = np.array([is_prod(p) for p in pods], dtype=np.bool_)
-    requests[:, column["pods"]] = 1
-    estimate = _estimate_matrix(table, requests, limits)
+    """Bulk version of `PodLoad` for many pods; the single-pod path uses it too, so both agree.
+    `keys`: the pods' keys, when the caller has them."""
+    columns = pod_columns(pods)
+    keys = keys if keys is not None else columns.keys
+    return _matrix(table, columns.resources, columns.requests, columns.limits, keys, columns.prod)
+
+
+def _matrix(
+    table: NodeTable,
+    resources: Sequence[str],
+    requests: IntArray,
+    limits: IntArray,
+    keys: Sequence[str],
+    prod: BoolArray,
+) -> PodMatrix:
+    """Pod rows (requests and limits over `resources`) as a `PodMatrix` over the table's columns,
+    with the measured usage of the snapshot's load reading (looked up by key)."""
+    column, measured = table.column, table.measured
+    rows_requested = _columns(table, resources, requests, [n for n in table.resources if n != "pods"])
+    rows_limits = _columns(table, resources, limits, list(table.args.estimated_scaling_factors))
+    usage_of = table.snapshot.pod_usage
+    metrics = list(map(usage_of.get, keys))
+    has_metric = np.fromiter(map(is_not, metrics, repeat(None)), np.bool_, len(metrics))
+    vectors = [_NO_USAGE if m is None else m.usage.as_dict() for m in metrics]
+    usage = np.zeros((len(vectors), len(table.resources)), dtype=np.int64)
+    for name in measured:
+        col = column.get(name)
+        if col is not None:
+            usage[:, col] = np.fromiter(map(dict.get, vectors, repeat(name), repeat(0)), np.int64, len(vectors))
+    rows_requested[:, column["pods"]] = 1
+    estimate = _estimate_matrix(table, rows_requested, rows_limits)
     # Resources the load source does not measure (extended resources, pods) count by requests.
     others = [column[name] for name in table.resources if name not in measured]
-    usage[:, others] = requests[:, others]
-    estimate[:, others] = requests[:, others]
-    return PodMatrix(requests, usage, estimate, has_metric, prod)
+    usage[:, others] = rows_requested[:, others]
+    estimate[:, others] = rows_requested[:, others]
+    return PodMatrix(rows_requested, usage, estimate, has_metric, prod)
 
 
-def _rows(table: NodeTable, vectors: list[dict[str, int]], names: Sequence[str]) -> IntArray:
-    """A (pods × table columns) matrix holding the vectors' values for `names`; other columns are 0."""
-    out = np.zeros((len(vectors), len(table.resources)), dtype=np.int64)
-    present = [n for n in names if n in table.column]
-    if vectors and present:
-        values = np.array([[v.get(n, 0) for n in present] for v in vectors], dtype=np.int64)
-        out[:, [table.column[n] for n in present]] = values.reshape(len(vectors), len(present))
+_NO_USAGE: dict[str, int] = {}
+
+
+def _columns(table: NodeTable, resources: Sequence[str], values: IntArray, names: Sequence[str]) -> IntArray:
+    """A (rows × table columns) matrix holding `values`' columns (named by `resources`) for `names`;
+    other columns are 0."""
+    out = np.zeros((len(values), len(table.resources)), dtype=np.int64)
+    source = {name: i for i, name in enumerate(resources)}
+    for name in names:
+        col, src = table.column.get(name), source.get(name)
+        if col is not None and src is not None:
+            out[:, col] = values[:, src]
     return out
 
 
@@ -381,41 +416,48 @@ def _pod_load(table: NodeTable, pod: Pod) -> PodLoad:
     )
 
 
-def _reported(pod: Pod, metric: NodeUsage | None) -> bool:
-    """Whether the node's last metric report can already include this pod (scheduling-core.md §4)."""
-    if metric is None or pod.scheduled_at is None:
-        return True
-    return pod.scheduled_at <= metric.timestamp - timedelta(seconds=metric.report_interval_seconds)
-
-
 def _by_node(rows: IntArray, values: IntArray, size: int) -> IntArray:
-    out = np.zeros((size, values.shape[1]), dtype=np.int64)
-    np.add.at(out, rows, values)
-    return out
+    """Per node, the sum of `values` over the pods whose entry of `rows` is that node; entries equal
+    to `size` are pods no node sum counts."""
+    out = np.zeros((size + 1, values.shape[1]), dtype=np.int64, order="F")
+    for col in range(values.shape[1]):
+        np.add.at(out[:, col], rows, values[:, col])
+    return out[:size]
 
 
-def _fill_pods(table: NodeTable, snapshot: Snapshot, args: SchedulingArgs) -> None:
+_NEVER = int(np.iinfo(np.int64).max)
+
+
+def _report_cutoffs(table: NodeTable, snapshot: Snapshot) -> IntArray:
+    """Per node (and the extra row for uncounted pods), the latest PodScheduled time (µs) the node's
+    last metric report can include: a pod scheduled by then is reported (scheduling-core.md §4).
+    A node with no metric reports every pod; a pod with no PodScheduled time is reported too
+    (`NO_TIME` is below every cutoff)."""
+    cutoffs = np.full(table.size + 1, _NEVER, dtype=np.int64)
+    for row, name in enumerate(table.names):
+        metric = snapshot.node_usage.get(name)
+        if metric is not None:
+            cutoffs[row] = micros(metric.timestamp) - metric.report_interval_seconds * 1_000_000
+    return cutoffs
+
+
+def _fill_pods(table: NodeTable, snapshot: Snapshot, rows: PodRows) -> None:
     """Per-node sums of the bound, non-terminal pods, and the usage rule of lownodeload.md §3.1."""
-    pods = [p for p in snapshot.pods if p.node_name in table.index and not p.terminal]
-    keys = [p.key for p in pods]
-    table.pod_rows = {key: i for i, key in enumerate(keys)}
-    matrix = table.pods = pod_matrix(table, pods, keys)
+    table.pod_rows = rows.index
+    matrix = table.pods = _matrix(table, rows.resources, rows.requests, rows.limits, rows.keys, rows.prod)
     n = table.size
-    rows = np.array([table.index[p.node_name] for p in pods], dtype=np.int64)
-    deleting = np.array([p.deleting for p in pods], dtype=np.bool_)
-    reported = matrix.has_metric & np.array(
-        [_reported(p, snapshot.node_usage.get(p.node_name)) for p in pods], dtype=np.bool_
-    )
+    node = np.where(rows.counted, rows.node, n)  # uncounted pods sum into a row that is dropped
+    deleting = rows.deleting
+    reported = matrix.has_metric & (rows.scheduled <= _report_cutoffs(table, snapshot)[node])
     staying = ~deleting
     # Terminating pods still hold their requests but their load is already leaving.
     extra = np.maximum(matrix.estimate - matrix.usage, 0) * (staying & ~reported)[:, None]
-    table.requested[:] = _by_node(rows, matrix.requests, n)
-    pod_sum = _by_node(rows, matrix.usage, n)
-    leaving = _by_node(rows, matrix.usage * deleting[:, None], n)
-    unreported = _by_node(rows, extra, n)
-    prod_rows = matrix.prod & staying
-    prod = _by_node(rows, matrix.usage * prod_rows[:, None], n)
-    prod_unreported = _by_node(rows, extra * matrix.prod[:, None], n)
+    table.requested[:] = _by_node(node, matrix.requests, n)
+    pod_sum = _by_node(node, matrix.usage, n)
+    leaving = _by_node(np.where(deleting, node, n), matrix.usage, n)
+    unreported = _by_node(node, extra, n)
+    prod = _by_node(np.where(matrix.prod & staying, node, n), matrix.usage, n)
+    prod_unreported = _by_node(np.where(matrix.prod, node, n), extra, n)
     measured_cols = [table.column[name] for name in table.measured if name in table.column]
     usage = pod_sum - leaving
     departed = _departed(table, snapshot)
