@@ -277,18 +277,27 @@ def _fill_nodes(table: NodeTable, nodes: Sequence[Node], args: SchedulingArgs) -
         if aggregation is not None and isinstance(aggregation.usage_aggregated_duration, timedelta)
         else None
     )
+    table.alloc[:] = _stacked(table, [node.allocatable.as_dict() for node in nodes])
+    # The policy's thresholds on every node, then the nodes that override them by annotation.
+    policy = _policy_thresholds(args)
+    for array, values in zip(
+        (table.thresholds, table.prod_thresholds, table.aggregated_thresholds), policy, strict=True
+    ):
+        array[:] = table.percents(values)
+    taint_group: list[int] = []
+    node_usage, now = table.snapshot.node_usage, table.snapshot.now
     for row, node in enumerate(nodes):
-        table.alloc[row] = table.vector(node.allocatable)
-        blocking = tuple(t for t in node.taints if t.effect in _BLOCKING_EFFECTS)
-        table.taint_group[row] = groups.setdefault(blocking, len(groups))
-        usage, prod, agg = _thresholds(node, args)
-        table.thresholds[row] = table.percents(usage)
-        table.prod_thresholds[row] = table.percents(prod)
-        table.aggregated_thresholds[row] = table.percents(agg)
-        metric = table.snapshot.node_usage.get(node.name)
+        blocking = tuple(t for t in node.taints if t.effect in _BLOCKING_EFFECTS) if node.taints else ()
+        taint_group.append(groups.setdefault(blocking, len(groups)))
+        if node.annotations.get(ANNOTATION_USAGE_THRESHOLDS):
+            usage, prod, agg = _thresholds(node, args)
+            table.thresholds[row] = table.percents(usage)
+            table.prod_thresholds[row] = table.percents(prod)
+            table.aggregated_thresholds[row] = table.percents(agg)
+        metric = node_usage.get(node.name)
         if metric is None:
             continue
-        age = (table.snapshot.now - metric.timestamp).total_seconds()
+        age = (now - metric.timestamp).total_seconds()
         table.metric_age[row] = age
         table.metric[row] = METRIC_FRESH if age <= expiration else METRIC_EXPIRED
         if aggregation is not None:
@@ -296,16 +305,23 @@ def _fill_nodes(table: NodeTable, nodes: Sequence[Node], args: SchedulingArgs) -
             if value is not None:
                 table.aggregated[row] = table.vector(value)
                 table.has_aggregated[row] = True
+    table.taint_group[:] = taint_group
     table.taint_groups = list(groups)
+
+
+def _policy_thresholds(args: SchedulingArgs) -> tuple[Mapping[str, float], Mapping[str, float], Mapping[str, float]]:
+    """The load thresholds of a node without the usage-thresholds annotation."""
+    usage: Mapping[str, float] = args.usage_thresholds
+    prod: Mapping[str, float] = args.prod_usage_thresholds or {}
+    agg: Mapping[str, float] = args.aggregated.usage_thresholds if args.aggregated is not None else {}
+    return usage, prod, agg
 
 
 def _thresholds(
     node: Node, args: SchedulingArgs
 ) -> tuple[Mapping[str, float], Mapping[str, float], Mapping[str, float]]:
     """The node's load thresholds: the policy's, replaced part by part by the node annotation."""
-    usage: Mapping[str, float] = args.usage_thresholds
-    prod: Mapping[str, float] = args.prod_usage_thresholds or {}
-    agg: Mapping[str, float] = args.aggregated.usage_thresholds if args.aggregated is not None else {}
+    usage, prod, agg = _policy_thresholds(args)
     raw = node.annotations.get(ANNOTATION_USAGE_THRESHOLDS)
     if raw:
         try:
@@ -386,6 +402,14 @@ def _matrix(
 _NO_USAGE: dict[str, int] = {}
 
 
+def _stacked(table: NodeTable, vectors: Sequence[dict[str, int]]) -> IntArray:
+    """Resource vectors as rows over the table's columns (resources it has no column for dropped)."""
+    out = np.zeros((len(vectors), len(table.resources)), dtype=np.int64)
+    for name, col in table.column.items():
+        out[:, col] = np.fromiter(map(dict.get, vectors, repeat(name), repeat(0)), np.int64, len(vectors))
+    return out
+
+
 def _columns(table: NodeTable, resources: Sequence[str], values: IntArray, names: Sequence[str]) -> IntArray:
     """A (rows × table columns) matrix holding `values`' columns (named by `resources`) for `names`;
     other columns are 0."""
@@ -460,16 +484,22 @@ def _fill_pods(table: NodeTable, snapshot: Snapshot, rows: PodRows) -> None:
     prod_unreported = _by_node(np.where(matrix.prod, node, n), extra, n)
     measured_cols = [table.column[name] for name in table.measured if name in table.column]
     usage = pod_sum - leaving
-    departed = _departed(table, snapshot)
-    for row, name in enumerate(table.names):
-        metric = snapshot.node_usage.get(name)
-        if metric is None:
-            continue
-        if metric.system_usage is not None:
-            system = table.vector(metric.system_usage)
-        else:
-            system = np.maximum(table.vector(metric.usage) - pod_sum[row] - departed[row], 0)
-        usage[row, measured_cols] += system[measured_cols]
+    # System usage: what the node metric reports beyond its pods, unless the source reports it.
+    reported_by = [snapshot.node_usage.get(name) for name in table.names]
+    measured = _stacked(table, [_NO_USAGE if m is None else m.usage.as_dict() for m in reported_by])
+    beyond_pods = np.maximum(measured - pod_sum - _departed(table, snapshot), 0)
+    given = [m is not None and m.system_usage is not None for m in reported_by]
+    if any(given):
+        stated = _stacked(
+            table,
+            [
+                m.system_usage.as_dict() if m is not None and m.system_usage is not None else _NO_USAGE
+                for m in reported_by
+            ],
+        )
+        beyond_pods = np.where(np.array(given)[:, None], stated, beyond_pods)
+    beyond_pods[np.array([m is None for m in reported_by], dtype=np.bool_)] = 0
+    usage[:, measured_cols] += beyond_pods[:, measured_cols]
     table.usage[:] = usage
     table.prod_usage[:] = prod
     table.estimated[:] = usage + unreported
