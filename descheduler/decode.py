@@ -433,10 +433,6 @@ def _keep(annotations: dict[str, str] | None, keys: frozenset[str]) -> dict[str,
     return {k: v for k, v in annotations.items() if k in keys}
 
 
-def _condition_true(conditions: list[RawCondition] | None, kind: str) -> bool:
-    return any(c.type == kind and c.status == "True" for c in conditions or ())
-
-
 def _seconds(duration: str) -> int:
     """A Go duration ("5m0s", "30s", "1h") in whole seconds; 0 when empty or unparsable."""
     units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
@@ -511,6 +507,10 @@ def pod_resources(spec: RawPodSpec) -> tuple[Resources, Resources, QoSClass]:
     started before it) + overhead. Sidecars are init containers with restartPolicy Always.
     Summed in plain dicts: this runs once per pod of every list and watch event.
     """
+    if len(spec.containers) == 1 and not spec.init_containers and not spec.overhead:
+        # Most pods: one container, whose dicts are fresh and ours (nothing to sum).
+        req, lim = _container_resources(spec.containers[0], "containers", 0)
+        return Resources.adopt(req), Resources.adopt(lim), _qos([(req, lim)])
     requests: dict[str, int] = {}
     limits: dict[str, int] = {}
     qos_parts: list[tuple[dict[str, int], dict[str, int]]] = []
@@ -617,10 +617,14 @@ def pod_from_raw(raw: RawPod) -> Pod:
     meta, spec, status = raw.metadata, raw.spec, raw.status
     requests, limits, qos = pod_resources(spec)
     scheduled_at = None
+    ready = False
     for cond in status.conditions or ():
-        if cond.type == "PodScheduled" and cond.status == "True":
-            scheduled_at = cond.last_transition_time
-    volumes = spec.volumes or ()
+        if cond.status == "True":
+            if cond.type == "PodScheduled":
+                scheduled_at = cond.last_transition_time
+            elif cond.type == "Ready":
+                ready = True
+    volumes = spec.volumes
     return Pod(
         namespace=meta.namespace or "default",
         name=meta.name,
@@ -640,16 +644,22 @@ def pod_from_raw(raw: RawPod) -> Pod:
         created=meta.creation_timestamp,
         scheduled_at=scheduled_at,
         deleting=meta.deletion_timestamp is not None,
-        ready=_condition_true(status.conditions, "Ready"),
+        ready=ready,
         node_selector=spec.node_selector or {},
         required_node_affinity=_node_affinity(spec),
         anti_affinity=_anti_affinity(spec),
         tolerations=tuple(
             Toleration(key=t.key, operator=t.operator or "Equal", value=t.value, effect=t.effect)
-            for t in spec.tolerations or ()
-        ),
-        has_local_storage=any(v.empty_dir is not None or v.host_path is not None for v in volumes),
-        has_pvc=any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in volumes),
+            for t in spec.tolerations
+        )
+        if spec.tolerations
+        else (),
+        has_local_storage=any(v.empty_dir is not None or v.host_path is not None for v in volumes)
+        if volumes
+        else False,
+        has_pvc=any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in volumes)
+        if volumes
+        else False,
     )
 
 

@@ -70,12 +70,19 @@ def pod_columns(pods: Sequence[Pod]) -> PodColumns:
         prod=np.fromiter(map(is_prod, pods), np.bool_, n),
         deleting=np.fromiter(map(_DELETING, pods), np.bool_, n),
         terminal=np.fromiter(map(TERMINAL_PHASES.__contains__, map(_PHASE, pods)), np.bool_, n),
-        scheduled=np.fromiter(
-            (NO_TIME if moment is None else micros(moment) for moment in map(_SCHEDULED, pods)), np.int64, n
-        ),
+        scheduled=_scheduled(list(map(_SCHEDULED, pods))),
         keys=list(map(_KEY, pods)),
         node_names=list(map(_NODE_NAME, pods)),
     )
+
+
+def _scheduled(moments: list[datetime | None]) -> IntArray:
+    try:  # `micros` inlined for aware times (all the decoder makes): this runs for every pod of a list
+        return np.fromiter(
+            (NO_TIME if m is None else (m - _EPOCH) // _MICROSECOND for m in moments), np.int64, len(moments)
+        )
+    except TypeError:  # a naive time
+        return np.fromiter((NO_TIME if m is None else micros(m) for m in moments), np.int64, len(moments))
 
 
 def _stack(vectors: list[dict[str, int]], names: Sequence[str]) -> IntArray:
@@ -210,7 +217,14 @@ class PodRowStore:
         if not present:
             return
         columns = pod_columns(present)
-        targets = np.fromiter(map(self._slot_for, columns.keys), np.int64, len(present))
+        if slots:
+            targets = np.fromiter(map(self._slot_for, columns.keys), np.int64, len(present))
+        else:  # every pod is new (after a list): slots in a row
+            targets = np.arange(len(keys), len(keys) + len(present), dtype=np.int64)
+            slots.update(zip(columns.keys, targets.tolist(), strict=True))
+            keys.extend(columns.keys)
+            if len(keys) > len(self._live):
+                self._grow(len(keys), len(self._resources))
         self._widen(columns.resources)
         cols = np.array([self._column[name] for name in columns.resources], dtype=np.int64)
         for store, values in ((self._requests, columns.requests), (self._limits, columns.limits)):

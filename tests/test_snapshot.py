@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from descheduler.errors import InputError
-from descheduler.snapshot import load_snapshot
+from descheduler.snapshot import load_snapshot, load_snapshot_objects
 
 NODE = """
 apiVersion: v1
@@ -170,3 +170,81 @@ status:
     assert usage.aggregate("p95", None) == {"cpu": 2500, "memory": 3 * 2**30}
     assert usage.aggregate("p99", None) is None
     assert snapshot.pod_usage["default/p1"].usage == {"cpu": 700, "memory": 2**30}
+
+
+def _pod_with(containers: list[dict[str, object]], **spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"nodeName": "n1", "containers": containers, **spec},
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"},
+                {"type": "Ready", "status": "False"},
+                {"type": "ContainersReady", "status": "True"},
+            ],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("containers", "spec", "requests", "limits", "qos"),
+    [
+        # One container: a limit without a request defaults the request (the decoder's fast path).
+        (
+            [{"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}],
+            {},
+            {"cpu": 1000, "memory": 2**30},
+            {"cpu": 1000, "memory": 2**30},
+            "Guaranteed",
+        ),
+        ([{"name": "a"}], {}, {}, {}, "BestEffort"),
+        (
+            [
+                {"name": "a", "resources": {"requests": {"cpu": "100m"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "50m"}}},
+            ],
+            {},
+            {"cpu": 150},
+            {},
+            "Burstable",
+        ),
+        # One container with overhead or an init container: summed by the general rule.
+        (
+            [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}],
+            {"overhead": {"cpu": "10m"}},
+            {"cpu": 110},
+            {},
+            "Burstable",
+        ),
+        (
+            [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}],
+            {"initContainers": [{"name": "i", "resources": {"requests": {"cpu": "300m"}}}]},
+            {"cpu": 300},
+            {},
+            "Burstable",
+        ),
+    ],
+)
+def test_pod_requests_limits_and_qos_follow_the_kubernetes_rule(
+    containers: list[dict[str, object]],
+    spec: dict[str, object],
+    requests: dict[str, int],
+    limits: dict[str, int],
+    qos: str,
+) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    pod = load_snapshot_objects([node, _pod_with(containers, **spec)], now=NOW).pods[0]
+    assert (dict(pod.requests), dict(pod.limits), pod.qos) == (requests, limits, qos)
+
+
+def test_pod_conditions_give_scheduled_time_and_readiness() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    raw = _pod_with([{"name": "a"}])
+    pod = load_snapshot_objects([node, raw], now=NOW).pods[0]
+    assert pod.scheduled_at == datetime(2026, 1, 1, 0, 0, 5, tzinfo=UTC)
+    assert pod.ready is False  # ContainersReady True is not Ready
+    raw["status"]["conditions"][1]["status"] = "True"  # type: ignore[index]
+    assert load_snapshot_objects([node, raw], now=NOW).pods[0].ready is True
