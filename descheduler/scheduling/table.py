@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from descheduler.labels import LabelSelector
 from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, Pod, Reservation, Taint
-from descheduler.podrows import PodRows, micros, pod_columns, rows_of
+from descheduler.podrows import PodRows, micros, pod_columns, rows_of, sliced, sliced_column
 from descheduler.policy import SchedulingArgs
 from descheduler.resources import Resources
 from descheduler.scheduling.estimator import estimate_matrix
@@ -382,14 +382,14 @@ def _matrix(
     rows_requested = _columns(table, resources, requests, [n for n in table.resources if n != "pods"])
     rows_limits = _columns(table, resources, limits, list(table.args.estimated_scaling_factors))
     usage_of = table.snapshot.pod_usage
-    metrics = list(map(usage_of.get, keys))
-    has_metric = np.fromiter(map(is_not, metrics, repeat(None)), np.bool_, len(metrics))
+    metrics = sliced(usage_of.get, keys)  # in slices: this runs over every pod while requests are served
+    has_metric = sliced_column(is_not, metrics, np.bool_, None)
     vectors = [_NO_USAGE if m is None else m.usage.as_dict() for m in metrics]
     usage = np.zeros((len(vectors), len(table.resources)), dtype=np.int64)
     for name in measured:
         col = column.get(name)
         if col is not None:
-            usage[:, col] = np.fromiter(map(dict.get, vectors, repeat(name), repeat(0)), np.int64, len(vectors))
+            usage[:, col] = sliced_column(dict.get, vectors, np.int64, name, 0)
     rows_requested[:, column["pods"]] = 1
     estimate = _estimate_matrix(table, rows_requested, rows_limits)
     # Resources the load source does not measure (extended resources, pods) count by requests.
