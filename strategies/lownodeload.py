@@ -211,26 +211,32 @@ def _percents(used: FloatArray, alloc: FloatArray) -> FloatArray:
 def _node_reports(ctx: PlanContext, classified: Classification) -> list[NodeReport]:
     table = ctx.table
     needed = classified.pool.anomaly_condition.consecutive_abnormalities
+    # Every node's ratios and thresholds at once, element by element the same float64 operations
+    # a per-node loop would do: this runs for every node of the pool.
+    block = np.ix_(classified.rows, np.asarray(classified.cols, dtype=np.int64))
+    alloc = table.alloc[block].astype(np.float64)
+    used = ctx.view.usage[block].astype(np.float64)
+    ratios = np.divide(used, alloc, out=np.zeros_like(used), where=alloc > 0).tolist()
+    lows = (np.asarray(classified.low_pct, dtype=np.float64) / 100).tolist()
+    highs = (np.asarray(classified.high_pct, dtype=np.float64) / 100).tolist()
+    resources = classified.resources
+    names = table.names
     reports = []
-    for i, row in enumerate(classified.rows):
-        alloc = table.alloc[row, classified.cols].astype(np.float64)
-        used = ctx.view.usage[row, classified.cols].astype(np.float64)
-        ratios = np.divide(used, alloc, out=np.zeros_like(used), where=alloc > 0)
+    for i, row in enumerate(classified.rows.tolist()):
         reason = classified.reasons[i]
-        if classified.classes[i] == "high" and classified.hot_cycles[i] < needed:
+        node_class = classified.classes[i]
+        if node_class == "high" and classified.hot_cycles[i] < needed:
             reason += f" (hot for {classified.hot_cycles[i]} of {needed} cycles; not acting yet)"
         reports.append(
             NodeReport(
-                name=table.names[row],
-                node_class=classified.classes[i],
+                name=names[row],
+                node_class=node_class,
                 reason=reason,
                 pool=classified.pool.name,
                 strategy=LowNodeLoad.name,
-                usage={}
-                if classified.classes[i] == "excluded"
-                else {r: float(ratios[j]) for j, r in enumerate(classified.resources)},
-                low={r: float(classified.low_pct[i, j]) / 100 for j, r in enumerate(classified.resources)},
-                high={r: float(classified.high_pct[i, j]) / 100 for j, r in enumerate(classified.resources)},
+                usage={} if node_class == "excluded" else dict(zip(resources, ratios[i], strict=True)),
+                low=dict(zip(resources, lows[i], strict=True)),
+                high=dict(zip(resources, highs[i], strict=True)),
                 hot_cycles=classified.hot_cycles[i],
                 hot_cycles_needed=needed,
             )
