@@ -122,7 +122,8 @@ def _steer(steer: Sequence[Reservation], table: NodeTable, rows: IntArray, out: 
 def extender_scores(pod: Pod, view: ClusterView, rows: IntArray) -> IntArray:
     """The core's score (0–100) of each row mapped to the extender range 0–10, rounded half up; a node
     holding the pod's Available Reservation scores 10."""
-    core = scores(pod, view).take(rows)
+    # Only the candidate rows when they are fewer than the table's (kube-scheduler may send a subset).
+    core = scores(pod, view, rows) if rows.size < view.table.size else scores(pod, view).take(rows)
     out: IntArray = (core * MAX_EXTENDER_PRIORITY + MAX_SCORE // 2) // MAX_SCORE
     _, steer = steering(pod, view)
     for reservation in steer:

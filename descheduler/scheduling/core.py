@@ -12,8 +12,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from descheduler.model import Node, Pod, Reservation
 from descheduler.refusal import Refusal
@@ -113,17 +115,22 @@ def feasible_mask(
     return mask
 
 
-def scores(pod: Pod, view: ClusterView) -> IntArray:
-    """The load-aware score of every node for this pod (scheduling-core.md §5)."""
+def scores(pod: Pod, view: ClusterView, rows: IntArray | None = None) -> IntArray:
+    """The load-aware score of every node for this pod (scheduling-core.md §5); with `rows`, of those
+    table rows only, in their order (`scores(pod, view)[rows]`, without computing the others)."""
     table = view.table
     args = table.args
     estimate = table.load_of(pod).estimate
     weights = [(table.column[name], w) for name, w in args.resource_weights.items() if name in table.column and w > 0]
-    total = np.zeros(table.size, dtype=np.int64)
+
+    def picked(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return values if rows is None else values.take(rows)
+
+    total = np.zeros(table.size if rows is None else rows.size, dtype=np.int64)
     lowest: IntArray | None = None
     for col, weight in weights:  # one contiguous column at a time (the table is column-major)
-        alloc = table.alloc[:, col]
-        used = view.estimated[:, col] + estimate[col]
+        alloc = picked(table.alloc[:, col])
+        used = picked(view.estimated[:, col]) + estimate[col]
         least = np.where((alloc > 0) & (used <= alloc), (alloc - used) * MAX_SCORE // np.maximum(alloc, 1), 0)
         total += weight * least
         lowest = least if lowest is None else np.minimum(lowest, least)
@@ -131,7 +138,7 @@ def scores(pod: Pod, view: ClusterView) -> IntArray:
     if dominant and lowest is not None:
         total += dominant * lowest
     out: IntArray = total // max(sum(w for _, w in weights) + dominant, 1)
-    out[table.metric != METRIC_FRESH] = 0
+    out[picked(table.metric) != METRIC_FRESH] = 0
     return out
 
 

@@ -615,3 +615,16 @@ def test_a_move_in_flight_takes_its_pod_off_the_source_in_the_aggregated_usage_t
     agg = {"usageThresholds": {"cpu": 60}, "usageAggregationType": "p95"}
     assert reason(objs, "p", "n1", aggregated=agg) == "p95 usage: cpu would reach 73% > threshold 60%"
     assert reason([*objs, migration_job("job", "leaving", "n2")], "p", "n1", aggregated=agg) is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), LOAD_ARGS, st.data())
+def test_scores_of_some_rows_are_those_rows_of_every_score(
+    objs: list[Obj], load_args: dict[str, Any], data: st.DataObject
+) -> None:
+    snap, view = view_of(objs, **load_args)
+    incoming = the_pod(snap, "incoming")
+    size = view.table.size
+    rows = np.array(data.draw(st.lists(st.integers(0, size - 1), max_size=2 * size)), dtype=np.int64)
+    some = scores(incoming, view, rows)
+    assert some.tolist() == scores(incoming, view)[rows].tolist()
