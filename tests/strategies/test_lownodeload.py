@@ -95,6 +95,17 @@ def test_usage_is_system_usage_plus_pods_with_metrics_server() -> None:
     assert reports(plan(objs, lnl_policy()))["n1"].usage == {"cpu": 3 / 8}
 
 
+def test_each_node_report_carries_its_own_ratios_and_thresholds_and_an_excluded_node_no_usage() -> None:
+    objs = [*HOT, *COOL, node("blind")]
+    r = reports(plan(objs, lnl_policy({"cpu": 40, "memory": 30}, {"cpu": 60, "memory": 90})))
+    assert r["hot"].usage == {"cpu": 5 / 8, "memory": 2 / 32}  # 5 of 8 cpu, 2Gi of 32Gi
+    assert r["cool"].usage == {"cpu": 0.0, "memory": 0.0}
+    assert r["blind"].usage == {}
+    assert {name: (n.low, n.high) for name, n in r.items()} == {
+        name: ({"cpu": 0.4, "memory": 0.3}, {"cpu": 0.6, "memory": 0.9}) for name in ("hot", "cool", "blind")
+    }
+
+
 def test_system_usage_is_floored_at_zero_when_node_usage_is_below_the_pods_sum() -> None:
     objs = [node("n1"), pod("a", "n1"), pod_metrics("a", "3", "1Gi"), node_metrics("n1", "1", "1Gi")]
     assert reports(plan(objs, lnl_policy()))["n1"].usage == {"cpu": 3 / 8}
