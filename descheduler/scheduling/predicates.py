@@ -171,6 +171,15 @@ def any_column(matrix: BoolArray) -> BoolArray:
     return out
 
 
+def take_rows(matrix: npt.NDArray[Any], rows: IntArray) -> npt.NDArray[Any]:
+    """`matrix.take(rows, axis=0)` of a (nodes × resources) matrix, a column at a time: on a
+    column-major 5,000 × 3 matrix, 500 rows cost ~50 us in one take, ~8 us this way."""
+    out = np.empty((rows.size, matrix.shape[1]), dtype=matrix.dtype, order="F")
+    for col in range(matrix.shape[1]):
+        out[:, col] = matrix[:, col].take(rows)
+    return out
+
+
 def all_columns(matrix: BoolArray) -> BoolArray:
     """Row-wise all of a (nodes × resources) matrix (see `any_column`)."""
     out: BoolArray = np.asarray(np.asfortranarray(matrix).all(axis=1))
@@ -268,7 +277,7 @@ class FitCheck:
 
     def first_short(self, rows: IntArray) -> IntArray:
         """Per row, the first resource by name it is short of: a position in `columns` + `unknown`."""
-        short = self.free.take(rows, axis=0) < self.need
+        short = take_rows(self.free, rows) < self.need
         if self.unknown:
             short = np.hstack([short, np.ones((rows.size, len(self.unknown)), dtype=np.bool_)])
         picked: IntArray = self.order[np.argmax(short[:, self.order], axis=1)]
@@ -363,7 +372,7 @@ class LoadCheck:
 
     def first_over(self, rows: IntArray) -> IntArray:
         """Per refused (not expired) row, the first resource column over its threshold."""
-        first: IntArray = np.argmax(self.over.take(rows, axis=0), axis=1)
+        first: IntArray = np.argmax(take_rows(self.over, rows), axis=1)
         return first
 
 
@@ -532,8 +541,8 @@ class Checks:
             col = np.minimum(first, max(known - 1, 0))
             held = np.zeros(picked.size, dtype=np.bool_)
             if known:
-                free = check.free.take(picked, axis=0)[np.arange(picked.size), col]
-                others = check.others_reserved.take(picked, axis=0)[np.arange(picked.size), col]
+                free = check.free[picked, col]
+                others = check.others_reserved[picked, col]
                 held = (first < known) & (free + others >= check.need.take(col))
             out: Keys = first * 2 + held
             return out
@@ -591,7 +600,7 @@ class Checks:
             # One key per (basis, resource, threshold): thresholds are percents, below 1024.
             picked = rows.take(positions)
             first = check.first_over(picked)
-            thresholds = check.thresholds.take(picked, axis=0)[np.arange(picked.size), first]
+            thresholds = check.thresholds[picked, first]
             code = check.basis.take(picked).astype(np.int64) * columns + first
             out: Keys = code * 1024.0 + thresholds
             return out
