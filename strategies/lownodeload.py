@@ -142,15 +142,25 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
     low_abs, high_abs = low_pct * alloc / 100, high_pct * alloc / 100
     over = used > high_abs
     under = used <= low_abs
-    schedulable = table.schedulable[rows]
+    # Per node below, Python values read from whole-pool arrays (tolist): numpy scalars one at a
+    # time cost more than the rest of the loop, which runs for every node of the pool.
+    schedulable: list[bool] = table.schedulable[rows].tolist()
+    pcts: list[list[float]] = _percents(used, alloc).tolist()
+    overs: list[list[bool]] = over.tolist()
+    unders: list[list[bool]] = under.tolist()
+    any_over = list(map(any, overs))
+    all_under = list(map(all, unders))
+    lows: list[list[float]] = low_pct.tolist()
+    highs: list[list[float]] = high_pct.tolist()
+    states: list[int] = table.metric[rows].tolist()
     previous = ctx.state.get("hot", {})
     classes: list[NodeClass] = []
     reasons: list[str] = []
     hot_cycles: list[int] = []
-    for i, row in enumerate(rows):
+    for i, row in enumerate(rows.tolist()):
         name = table.names[row]
         key = f"{kind}:{name}"
-        state = int(table.metric[row])
+        state = states[i]
         if state != METRIC_FRESH:
             classes.append("excluded")
             if state == METRIC_EXPIRED:
@@ -161,37 +171,37 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
                 reasons.append("no node metric")
             hot_cycles.append(0)
             continue
-        pct = _percents(used[i], alloc[i])
-        if over[i].any():
+        node_pct = pcts[i]
+        if any_over[i]:
             classes.append("high")
             hot = int(previous.get(key, 0)) + 1
             hot_cycles.append(hot)
             result.state.setdefault("hot", {})[key] = hot
             words = [
-                f"{r} {pct[j]:.0f}% > {_label(kind)}high {high_pct[i, j]:.0f}%"
+                f"{r} {node_pct[j]:.0f}% > {_label(kind)}high {highs[i][j]:.0f}%"
                 for j, r in enumerate(resources)
-                if over[i, j]
+                if overs[i][j]
             ]
             reasons.append(f"{kind + ' ' if kind == 'prod' else ''}" + ", ".join(words))
-        elif under[i].all() and schedulable[i]:
+        elif all_under[i] and schedulable[i]:
             classes.append("low")
             hot_cycles.append(0)
             reasons.append(
                 ", ".join(
-                    f"{r} {pct[j]:.0f}% ≤ {_label(kind)}low {low_pct[i, j]:.0f}%" for j, r in enumerate(resources)
+                    f"{r} {node_pct[j]:.0f}% ≤ {_label(kind)}low {lows[i][j]:.0f}%" for j, r in enumerate(resources)
                 )
             )
         else:
             classes.append("normal")
             hot_cycles.append(0)
-            if under[i].all():
+            if all_under[i]:
                 reasons.append("cool but not schedulable (cordoned or not Ready)")
             else:
                 reasons.append(
                     ", ".join(
-                        f"{r} {pct[j]:.0f}% between {low_pct[i, j]:.0f}% and {high_pct[i, j]:.0f}%"
+                        f"{r} {node_pct[j]:.0f}% between {lows[i][j]:.0f}% and {highs[i][j]:.0f}%"
                         for j, r in enumerate(resources)
-                        if not under[i, j]
+                        if not unders[i][j]
                     )
                 )
     return Classification(
