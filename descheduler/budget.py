@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from descheduler.migration import limits as migration_limits
@@ -59,23 +60,33 @@ _THIS_CYCLE = "(planned)"
 
 
 class _Workloads:
-    """Workload facts, read when a move of the workload is first weighed (most never are): one pass
-    groups the snapshot's pods by owner, then each workload's facts come from its own pods."""
+    """Workload facts, read when a move of the workload is first weighed (most never are): the
+    snapshot's pods by owner (as the cluster cache kept them, else grouped in one pass), then each
+    workload's facts come from its own pods."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
-        self._pods: dict[str, list[Pod]] | None = None
+        self._pods: Mapping[str, Sequence[Pod]] | None = None
         self._facts: dict[str, WorkloadFacts | None] = {}
 
     def get(self, uid: str) -> WorkloadFacts | None:
         if uid not in self._facts:
             if self._pods is None:
-                self._pods = {}
-                for pod in self.snapshot.pods:
-                    if pod.owner is not None:
-                        self._pods.setdefault(pod.owner.uid, []).append(pod)
+                self._pods = _pods_by_owner(self.snapshot)
             self._facts[uid] = workload_of(self.snapshot, uid, self._pods.get(uid, ()))
         return self._facts[uid]
+
+
+def _pods_by_owner(snapshot: Snapshot) -> Mapping[str, Sequence[Pod]]:
+    """Every pod of the snapshot per controller uid, in the snapshot's order."""
+    kept = snapshot.owner_pods
+    if kept is not None and kept.fits(snapshot.pods):
+        return kept.by_owner
+    grouped: dict[str, list[Pod]] = {}
+    for pod in snapshot.pods:
+        if pod.owner is not None:
+            grouped.setdefault(pod.owner.uid, []).append(pod)
+    return grouped
 
 
 class EvictionBudget:

@@ -37,6 +37,18 @@ _QUOTA_GROUPS = ("scheduling.sigs.k8s.io", "scheduling.x-k8s.io")
 
 
 @dataclass(frozen=True, slots=True)
+class OwnerPods:
+    """Every pod of `pods` (the very tuple of the Snapshot it was made for) per controller uid, in
+    that tuple's order."""
+
+    pods: tuple[Pod, ...]
+    by_owner: Mapping[str, tuple[Pod, ...]]
+
+    def fits(self, pods: tuple[Pod, ...]) -> bool:
+        return pods is self.pods
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one cycle sees. Build with `Snapshot.build`, which also indexes it."""
 
@@ -59,6 +71,9 @@ class Snapshot:
     # The pods as the node table's rows, when the cluster cache kept them (a fast path: the table
     # computes them from `pods` otherwise, and ignores rows made for other pods or nodes tuples).
     pod_rows: PodRows | None = field(default=None, compare=False, repr=False)
+    # Every pod per controller uid, when the cluster cache kept it (a fast path: the eviction
+    # budget groups `pods` itself otherwise, and ignores an index made for another pods tuple).
+    owner_pods: OwnerPods | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(

@@ -51,7 +51,7 @@ from descheduler.kube.kinds import (
 from descheduler.kube.reflector import Reflector
 from descheduler.model import Node, Pod
 from descheduler.podrows import PodRowStore
-from descheduler.snapshot import Snapshot
+from descheduler.snapshot import OwnerPods, Snapshot
 
 if TYPE_CHECKING:
     from descheduler.loadsource import LoadReading
@@ -98,6 +98,10 @@ def _pod_order(key: str) -> tuple[str, str]:
     return namespace, name
 
 
+def _owner_uid(pod: Pod) -> str | None:
+    return pod.owner.uid if pod.owner is not None else None
+
+
 def _counted_owner(pod: Pod) -> str | None:
     """The controller uid the pod counts for in `_PodIndex.owners` (non-terminal pods only)."""
     return pod.owner.uid if pod.owner is not None and not pod.terminal else None
@@ -114,6 +118,9 @@ class _PodIndex:
     ordered: tuple[Pod, ...] | None = None
     owners: Counter[str] = field(default_factory=Counter)  # non-terminal pods per controller uid
     namespaces: Counter[str] = field(default_factory=Counter)
+    by_owner: dict[str, dict[str, Pod]] = field(default_factory=dict)  # every pod per controller uid
+    owner_tuples: dict[str, tuple[Pod, ...]] = field(default_factory=dict)
+    dirty_owners: set[str] = field(default_factory=set)
 
     def change(self, key: str, old: Pod | None, new: Pod | None) -> None:
         """Index a pod's change: added (`old` None), modified, or deleted (`new` None)."""
@@ -123,11 +130,15 @@ class _PodIndex:
             and new is not None
             and old.node_name == new.node_name
             and _counted_owner(old) == _counted_owner(new)
+            and _owner_uid(old) == _owner_uid(new)
         ):
-            # The common MODIFIED event (status, labels): same node, same owner count, same key order.
+            # The common MODIFIED event (status, labels): same node, same owner, same key order.
             if new.node_name:
                 self.by_node[new.node_name][key] = new
                 self.dirty_nodes.add(new.node_name)
+            if new.owner is not None:
+                self.by_owner[new.owner.uid][key] = new
+                self.dirty_owners.add(new.owner.uid)
             return
         if old is not None:
             self.remove(key, old)
@@ -146,11 +157,18 @@ class _PodIndex:
                 if not on_node:
                     del self.by_node[pod.node_name]
             self.dirty_nodes.add(pod.node_name)
-        if pod.owner is not None and not pod.terminal:
+        if pod.owner is not None:
             uid = pod.owner.uid
-            self.owners[uid] -= 1
-            if self.owners[uid] <= 0:
-                del self.owners[uid]
+            of_owner = self.by_owner.get(uid)
+            if of_owner is not None:
+                of_owner.pop(key, None)
+                if not of_owner:
+                    del self.by_owner[uid]
+            self.dirty_owners.add(uid)
+            if not pod.terminal:
+                self.owners[uid] -= 1
+                if self.owners[uid] <= 0:
+                    del self.owners[uid]
         self.namespaces[pod.namespace] -= 1
         if self.namespaces[pod.namespace] <= 0:
             del self.namespaces[pod.namespace]
@@ -159,8 +177,11 @@ class _PodIndex:
         if pod.node_name:
             self.by_node.setdefault(pod.node_name, {})[key] = pod
             self.dirty_nodes.add(pod.node_name)
-        if pod.owner is not None and not pod.terminal:
-            self.owners[pod.owner.uid] += 1
+        if pod.owner is not None:
+            self.by_owner.setdefault(pod.owner.uid, {})[key] = pod
+            self.dirty_owners.add(pod.owner.uid)
+            if not pod.terminal:
+                self.owners[pod.owner.uid] += 1
         self.namespaces[pod.namespace] += 1
 
     def clear(self) -> None:
@@ -171,6 +192,9 @@ class _PodIndex:
         self.ordered = None
         self.owners.clear()
         self.namespaces.clear()
+        self.by_owner.clear()
+        self.owner_tuples.clear()
+        self.dirty_owners.clear()
 
     def insert_key(self, key: str) -> None:
         if self.order is not None:
@@ -190,6 +214,17 @@ class _PodIndex:
                 self.order = sorted(pods, key=_pod_order)
             self.ordered = tuple(map(pods.__getitem__, self.order))
         return self.ordered
+
+    def per_owner(self) -> dict[str, tuple[Pod, ...]]:
+        """Every pod per controller uid, in the Snapshot's order (namespace, then name)."""
+        for uid in self.dirty_owners:
+            of_owner = self.by_owner.get(uid)
+            if of_owner:
+                self.owner_tuples[uid] = tuple(of_owner[k] for k in sorted(of_owner, key=_pod_order))
+            else:
+                self.owner_tuples.pop(uid, None)
+        self.dirty_owners.clear()
+        return self.owner_tuples
 
     def per_node(self) -> dict[str, tuple[Pod, ...]]:
         for node in self.dirty_nodes:
@@ -520,6 +555,7 @@ class ClusterCache:
             node_list = self._nodes_sorted
             pod_list = index.pods_in_order(pods)
             per_node = index.per_node()
+            pods_of_owner = dict(index.per_owner())  # the index changes with later events
             self._rows.sync(pods)
             orphans = [n for n in per_node if n not in nodes]
             pods_by_node = {n: pods_on for n, pods_on in per_node.items() if n in nodes} if orphans else dict(per_node)
@@ -534,6 +570,12 @@ class ClusterCache:
                     f"(e.g. {gone[0].key} on {gone[0].node_name}): left out"
                 )
                 left_out = {p.key for p in gone}
+                for uid in {p.owner.uid for p in gone if p.owner is not None}:
+                    kept = tuple(p for p in pods_of_owner[uid] if p.key not in left_out)
+                    if kept:
+                        pods_of_owner[uid] = kept
+                    else:
+                        del pods_of_owner[uid]
                 pod_list = tuple(p for p in pod_list if p.key not in left_out)
                 for p in gone:
                     if p.owner is not None and not p.terminal:
@@ -578,6 +620,7 @@ class ClusterCache:
             node_by_name=node_by_name,
             pods_by_node=pods_by_node,
             pods_per_owner=owners,
+            owner_pods=OwnerPods(pod_list, pods_of_owner),
             pod_rows=pod_rows,
         )
 
