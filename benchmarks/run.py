@@ -579,7 +579,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ),
         child_decode,
         "The lists are the ones the API server returns (uid, resourceVersion, managedFields; ~1.7 KB a pod), "
-        "decoded page by page as the reflector does (`benchmarks/bench_cache.py`).",
+        "decoded page by page as the reflector does (`benchmarks/bench_cache.py`). The decode code is the "
+        "same as on 2026-11-21 (3.06 s then): on 2026-11-24 the commit before issue 15's work and this one "
+        "both decode 60,000 pods in 2.0 s CPU, run side by side; this machine is slower than three days ago.",
     ),
     Benchmark(
         "watch",
@@ -589,10 +591,22 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("events_per_second", "pod watch events applied per second (wall)", "/s", (">=", 50_000.0), 0),
             Metric("events_per_cpu_second", "the same, per CPU second", "/s", (">=", 50_000.0), 0),
             Metric("snapshot_seconds", "`cache.snapshot()` after the events", S, None, 3),
-            Metric("first_snapshot_seconds", "the first `cache.snapshot()` (sorts every pod once)", S, None, 3),
+            Metric(
+                "first_snapshot_seconds",
+                "the first `cache.snapshot()` (sorts every pod once and computes its node-table rows)",
+                S,
+                None,
+                3,
+            ),
         ),
         child_watch,
-        "30,000 events (80% MODIFIED, 10% ADDED, 10% DELETED) on a cache holding 150,000 pods.",
+        "30,000 events (80% MODIFIED, 10% ADDED, 10% DELETED) on a cache holding 150,000 pods.\n\n"
+        "**Gap** (≥ 50,000 /s missed): per event, msgspec's decode (~5 µs on a quiet machine, 16–18 µs on a "
+        "busy one) and `pod_from_raw` (~11 µs) are most of the cost; keeping the node-table rows adds only "
+        "a mark per event (the rows of the pods marked are computed at the next `snapshot()`). The commit "
+        "before issue 15's work, run beside this one on 2026-11-24: 15,245 /s (one run; this machine's "
+        "speed varies from run to run by up to 2×). Closing it needs the event decode in fewer, cheaper "
+        "steps (one typed decode straight into the record).",
     ),
     Benchmark(
         "planning-500",
@@ -627,20 +641,17 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         child_planning,
         "Five steady-state cycles per run as above, with the default policy's limits (10 moves a cycle, "
         "2 per node).\n\n"
-        "**Gap** (≤ 1 s missed by ~2.5 s). Where the CPU goes at 5,000 nodes / 150,000 pods on a quiet machine: "
-        "`cache.snapshot()` 0.05 s; the node table (`build_table`) 1.3–1.7 s; LowNodeLoad ~0.3 s; QuotaReclaim "
-        "~1.6 s with the 50 ElasticQuotas covering every pod (nothing without quotas: the `memory` benchmark's "
-        "first cycle, LowNodeLoad only, load reading included, is 1.7 s). Fixed here: QuotaReclaim's ledger sums "
-        "requests per group and node in one pass over plain dicts (`Ledger.build` 0.93 → 0.46 s CPU) and a "
-        "single-pod victim unit is built without summing (`build_units` 1.86 → 1.05 s CPU), measured A/B on the "
-        "same snapshot: about 1.1 s off the cycle (an earlier run, under load, measured 5.4 s CPU a cycle). What "
-        "limits it: per-pod Python work redone every cycle — ~10 passes over 150,000 pods in the node table "
-        "(request, limit and usage rows, prod class, keys, node rows, reported flags), and in QuotaReclaim a "
-        "membership lookup, a ledger sum and a victim unit per pod, with `Pod.key` (an f-string property) "
-        "recomputed ~8 times per pod. What would close it: keep per-pod request/limit rows across cycles (the "
-        "cache keeps unchanged `Pod` objects, so rows keyed by pod identity turn the table build into array "
-        "sums), a key stored on `Pod`, and QuotaReclaim building victim units only when a group is over its max "
-        "or a pending pod waits for its guarantee.",
+        "What it took (issue 15; the same benchmark from the commit before, run beside this one on "
+        "2026-11-24: 5.10 s): the list-watch cache keeps each pod's node-table rows (requests, limits, "
+        "prod class, flags, scheduled time: `descheduler/podrows.py`) and each owner's pods as watch events "
+        "arrive, recomputing only the changed pods at `snapshot()`, so the node table sums arrays instead of "
+        "~10 Python passes over 150,000 pods (`build_table` 2.7 → 0.37 s); `Pod.key` is a stored field (it "
+        "was an f-string read 1.2 million times a cycle); QuotaReclaim builds victim units, cluster free "
+        "and progress checks only for groups that act (3.2 → 0.5 s); LowNodeLoad's node classes and "
+        "reports are computed a pool at a time. What is left, in order: QuotaReclaim's one pass over the "
+        "pods to find each group's pods and sums (~0.4 s), the load reading's lookup of each pod's usage "
+        "(~0.3 s). The first snapshot after a full list now computes every pod's rows (~2 s at 150,000 "
+        "pods; `watch`'s first-snapshot row).",
     ),
     Benchmark(
         "extender",
@@ -657,12 +668,17 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "In-process (`benchmarks/bench_extender.py` has the HTTP variant): 800 pods per run, each a filter "
         "request with the candidate names in a fresh random order, the prioritize call on the filter's "
         "answer, then the binding reported to the extender.\n\n"
-        "**Gap**: ≥ 1,000 pods/s is missed with all 5,000 names (~430 pods per CPU second) and met with the 500 "
-        "names kube-scheduler sends at 5,000 nodes by default. The p99 is met on a quiet machine; under load "
-        "(load average 4–5) earlier runs measured 12–14 ms (`benchmarks/README.md`). The limit is per-name "
-        "work in Python: decoding 5,000 names, 5,000 name → row lookups (~0.5 ms) and encoding the answers; "
-        "closing it needs those in compiled code, or kube-scheduler's candidate sampling "
-        "(`percentageOfNodesToScore`).",
+        "**Gap**: ≥ 1,000 pods per CPU second is missed with all 5,000 names. The commit before issue 15's "
+        "work, run beside this one: 171 /s with 5,000 names, 535 /s with 500. What changed: names are mapped "
+        "to rows in bulk from the request's bytes (`descheduler/extender/names.py`), the filter's NodeNames "
+        "answer is cut from the request, prioritize scores only the candidate rows, refusal reasons read "
+        "refused rows a column at a time, and requests take no lock while the state is replaced. What is "
+        "left per pod at 5,000 names (~3 ms): the name lookup (~0.75 ms), encoding the prioritize answer "
+        "(~0.5 ms), the checks over every row (~0.7 ms) and the passed names. kube-scheduler itself sends "
+        "500 names at 5,000 nodes by default (`percentageOfNodesToScore`). While the state is rebuilt "
+        "(`bench_extender --refresh`), the p99 is still above 10 ms: long C calls of the rebuild now run "
+        "in 4,000-pod slices, but sharing the GIL with a rebuild roughly doubles a request's time; "
+        "the rebuild belongs in another process.",
     ),
     Benchmark(
         "memory",
