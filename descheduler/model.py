@@ -134,6 +134,9 @@ class Node(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     created: datetime | None = None
 
 
+POD_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod that will not run again
+
+
 class Pod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     namespace: str
     name: str
@@ -169,7 +172,7 @@ class Pod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     @property
     def terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in POD_TERMINAL_PHASES
 
     @property
     def is_mirror(self) -> bool:

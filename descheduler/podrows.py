@@ -3,7 +3,7 @@
 `rows_of` computes them for any Snapshot's pods; the list-watch cache keeps them as watch events
 arrive (`PodRowStore`: only the pods changed since the last snapshot are computed again) and hands
 each Snapshot its rows, so a planning cycle sums arrays instead of visiting 150,000 pods field by
-field. Both go through `pod_columns`, so they agree (tests/scheduling/test_pod_rows.py).
+field. Both go through `pod_columns`, so they agree (tests/kube/test_cache_pod_rows_property.py).
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from descheduler.model import Node, Pod
+from descheduler.model import POD_TERMINAL_PHASES, Node, Pod
 from descheduler.priority import is_prod
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 NO_TIME = int(np.iinfo(np.int64).min)  # a pod with no PodScheduled time
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # Pod.terminal
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _KEY = attrgetter("key")
@@ -98,7 +97,7 @@ def pod_columns(pods: Sequence[Pod]) -> PodColumns:
         limits=_stack(limited, names),
         prod=np.fromiter(map(is_prod, pods), np.bool_, n),  # a Python function: the GIL switches inside
         deleting=sliced_column(_DELETING, pods, np.bool_),
-        terminal=sliced_column(TERMINAL_PHASES.__contains__, sliced(_PHASE, pods), np.bool_),
+        terminal=sliced_column(POD_TERMINAL_PHASES.__contains__, sliced(_PHASE, pods), np.bool_),
         scheduled=_scheduled(sliced(_SCHEDULED, pods)),
         keys=sliced(_KEY, pods),
         node_names=sliced(_NODE_NAME, pods),
