@@ -24,6 +24,7 @@ from descheduler.kube import (
     ClusterCache,
 )
 from descheduler.kube.listing import records_of
+from descheduler.model import Node, Pod
 from descheduler.snapshot import Snapshot
 from tests.waiting import wait_for
 
@@ -102,3 +103,22 @@ def reference_snapshot(cache: ClusterCache, now: datetime) -> Snapshot:
         reservations=records(RESERVATIONS, by_name),
         jobs=records(MIGRATION_JOBS, by_name),
     )
+
+
+def plain_node(name: str) -> Node:
+    return Node(name=name)
+
+
+def apply_step(cache: ClusterCache, step: str, value: object, node: Callable[[str], Node] = plain_node) -> None:
+    """One generated cluster change, as the reflector would apply its watch event: "pod" (ADDED, or
+    MODIFIED when the key is cached), "delete-pod", "node" (`node(name)` ADDED), "delete-node"."""
+    if step in ("pod", "delete-pod"):
+        assert isinstance(value, Pod)
+        cached = cache.get(PODS, value.key) is not None
+        event = "DELETED" if step == "delete-pod" else "MODIFIED" if cached else "ADDED"
+        cache.apply(KINDS[PODS], event, value.key, value, None)
+    elif step in ("node", "delete-node"):
+        name = str(value)
+        cache.apply(KINDS[NODES], "ADDED" if step == "node" else "DELETED", name, node(name), None)
+    else:
+        raise AssertionError(f"not a cluster change: {step}")

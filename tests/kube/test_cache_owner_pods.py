@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from kube_support import apply_step
 from kubernetes import client as k8s
 
 from descheduler.budget import _pods_by_owner
@@ -62,17 +63,8 @@ def test_owner_index_equals_the_snapshot_pods_grouped_by_owner(
         cache.replace(KINDS[NODES], {n: Node(name=n) for n in NODE_NAMES[:2]}, {})
         cache.replace(KINDS[PODS], {p.key: p for p in initial}, {})
         for step, value in [*steps, ("snapshot", None)]:
-            if step == "pod":
-                assert isinstance(value, Pod)
-                event = "MODIFIED" if cache.get(PODS, value.key) is not None else "ADDED"
-                cache.apply(KINDS[PODS], event, value.key, value, None)
-            elif step == "delete-pod":
-                assert isinstance(value, Pod)
-                cache.apply(KINDS[PODS], "DELETED", value.key, value, None)
-            elif step == "node":
-                cache.apply(KINDS[NODES], "ADDED", str(value), Node(name=str(value)), None)
-            elif step == "delete-node":
-                cache.apply(KINDS[NODES], "DELETED", str(value), Node(name=str(value)), None)
+            if step != "snapshot":
+                apply_step(cache, step, value)
             else:
                 snapshot = cache.snapshot(NOW)
                 assert snapshot.owner_pods is not None and snapshot.owner_pods.fits(snapshot.pods)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kube_support import reference_snapshot
+from kube_support import apply_step, reference_snapshot
 from kubernetes import client as k8s
 
 from descheduler.kube import KINDS, NODES, PODS, ClusterCache, KubeClient
@@ -127,6 +127,10 @@ def assert_same_table(got: NodeTable, want: NodeTable) -> None:
         assert (mine.has_metric, mine.prod) == (theirs.has_metric, theirs.prod), key
 
 
+def sized_node(name: str) -> Node:
+    return Node(name=name, allocatable=Resources({"cpu": 4000, "memory": 2**33, "pods": 110}))
+
+
 def with_load(snapshot: Snapshot, load: LoadReading) -> Snapshot:
     usage = {name: u for name, u in load.node_usage.items() if name in snapshot.node_by_name}
     return dataclasses.replace(snapshot, node_usage=usage, pod_usage=dict(load.pod_usage))
@@ -142,18 +146,8 @@ def test_table_from_cached_rows_equals_table_from_scratch(initial: list[Pod], st
         cache.replace(KINDS[NODES], {n: Node(name=n) for n in NODE_NAMES[:2]}, {})
         cache.replace(KINDS[PODS], {p.key: p for p in initial}, {})
         for step, value in [*steps, ("snapshot", ({}, {}))]:
-            if step == "pod":
-                assert isinstance(value, Pod)
-                event = "MODIFIED" if cache.get(PODS, value.key) is not None else "ADDED"
-                cache.apply(KINDS[PODS], event, value.key, value, None)
-            elif step == "delete-pod":
-                assert isinstance(value, Pod)
-                cache.apply(KINDS[PODS], "DELETED", value.key, value, None)
-            elif step == "node":
-                alloc = Resources({"cpu": 4000, "memory": 2**33, "pods": 110})
-                cache.apply(KINDS[NODES], "ADDED", str(value), Node(name=str(value), allocatable=alloc), None)
-            elif step == "delete-node":
-                cache.apply(KINDS[NODES], "DELETED", str(value), Node(name=str(value)), None)
+            if step != "snapshot":
+                apply_step(cache, step, value, node=sized_node)
             else:
                 assert isinstance(value, tuple)
                 load = reading(*value)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kube_support import reference_snapshot
+from kube_support import apply_step, reference_snapshot
 from kubernetes import client as k8s
 
 from descheduler.kube import KINDS, NAMESPACES, NODES, PODS, ClusterCache, KubeClient
@@ -58,17 +58,8 @@ def test_incremental_snapshot_equals_snapshot_build(initial: list[Pod], steps: l
         cache.replace(KINDS[NAMESPACES], {"a": {"team": "x"}}, {})
         cache.replace(KINDS[PODS], {p.key: p for p in initial}, {})
         for step, value in steps:
-            if step == "pod":
-                assert isinstance(value, Pod)
-                event = "MODIFIED" if cache.get(PODS, value.key) is not None else "ADDED"
-                cache.apply(KINDS[PODS], event, value.key, value, None)
-            elif step == "delete-pod":
-                assert isinstance(value, Pod)
-                cache.apply(KINDS[PODS], "DELETED", value.key, value, None)
-            elif step == "node":
-                cache.apply(KINDS[NODES], "ADDED", str(value), Node(name=str(value)), None)
-            elif step == "delete-node":
-                cache.apply(KINDS[NODES], "DELETED", str(value), Node(name=str(value)), None)
+            if step != "snapshot":
+                apply_step(cache, step, value)
             else:
                 assert _without_warnings(cache.snapshot(NOW)) == _without_warnings(reference_snapshot(cache, NOW))
         assert _without_warnings(cache.snapshot(NOW)) == _without_warnings(reference_snapshot(cache, NOW))
