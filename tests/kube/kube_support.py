@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
+
+from hypothesis import strategies as st
 
 from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import (
@@ -102,6 +104,26 @@ def reference_snapshot(cache: ClusterCache, now: datetime) -> Snapshot:
         quotas=[q for kind in (QUOTAS_SIGS, QUOTAS_X) for q in records(kind, by_namespace)],
         reservations=records(RESERVATIONS, by_name),
         jobs=records(MIGRATION_JOBS, by_name),
+    )
+
+
+NOTHING_TO_READ: st.SearchStrategy[object] = st.none()
+
+
+def cluster_changes(
+    pods: st.SearchStrategy[Pod], nodes: Sequence[str], snapshot: st.SearchStrategy[object] = NOTHING_TO_READ
+) -> st.SearchStrategy[list[tuple[str, object]]]:
+    """Up to 40 steps for `apply_step`, with ("snapshot", a value drawn from `snapshot`) where the
+    test takes a snapshot."""
+    return st.lists(
+        st.one_of(
+            st.tuples(st.just("pod"), pods),
+            st.tuples(st.just("delete-pod"), pods),
+            st.tuples(st.just("node"), st.sampled_from(nodes)),
+            st.tuples(st.just("delete-node"), st.sampled_from(nodes)),
+            st.tuples(st.just("snapshot"), snapshot),
+        ),
+        max_size=40,
     )
 
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kube_support import apply_step, reference_snapshot
+from kube_support import apply_step, cluster_changes, reference_snapshot
 from kubernetes import client as k8s
 
 from descheduler.kube import KINDS, NODES, PODS, ClusterCache, KubeClient
@@ -66,16 +66,7 @@ node_usages = st.dictionaries(
     st.tuples(resources, st.sampled_from((0, 60, 3600)), st.sampled_from((NOW, NOW - timedelta(seconds=60)))),
 )
 pod_usages = st.dictionaries(st.tuples(st.sampled_from(NAMESPACES_USED), st.sampled_from(POD_NAMES)), resources)
-changes = st.lists(
-    st.one_of(
-        st.tuples(st.just("pod"), pods),
-        st.tuples(st.just("delete-pod"), pods),
-        st.tuples(st.just("node"), st.sampled_from(NODE_NAMES)),
-        st.tuples(st.just("delete-node"), st.sampled_from(NODE_NAMES)),
-        st.tuples(st.just("snapshot"), st.tuples(node_usages, pod_usages)),
-    ),
-    max_size=40,
-)
+changes = cluster_changes(pods, NODE_NAMES, st.tuples(node_usages, pod_usages))
 
 
 def reading(

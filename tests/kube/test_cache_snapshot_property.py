@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kube_support import apply_step, reference_snapshot
+from kube_support import apply_step, cluster_changes, reference_snapshot
 from kubernetes import client as k8s
 
 from descheduler.kube import KINDS, NAMESPACES, NODES, PODS, ClusterCache, KubeClient
@@ -32,16 +32,7 @@ pods = st.builds(
     st.sampled_from(("Running", "Pending", "Succeeded")),
     st.sampled_from(("", "rs1", "rs2")),
 )
-changes = st.lists(
-    st.one_of(
-        st.tuples(st.just("pod"), pods),
-        st.tuples(st.just("delete-pod"), pods),
-        st.tuples(st.just("node"), st.sampled_from(NODE_NAMES)),
-        st.tuples(st.just("delete-node"), st.sampled_from(NODE_NAMES)),
-        st.tuples(st.just("snapshot"), st.none()),
-    ),
-    max_size=40,
-)
+changes = cluster_changes(pods, NODE_NAMES)
 
 
 def _without_warnings(snapshot: Snapshot) -> Snapshot:
