@@ -8,20 +8,30 @@ from pathlib import Path
 from kubernetes import client, config
 
 
-def test_sim_serve_writes_a_kubeconfig_a_client_can_use(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "descheduler", "sim", "serve", "--port", "0", "--kubeconfig-out", str(kubeconfig)],
+def serve(*args: str) -> subprocess.Popen[str]:
+    """`descheduler sim serve --port 0 ARGS` as a process."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "descheduler", "sim", "serve", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+
+
+def wait_for_file(proc: subprocess.Popen[str], path: Path) -> None:
+    """Until the served cluster has written `path` (20 s at most), or fail with why."""
+    deadline = time.monotonic() + 20
+    while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert path.exists(), proc.stderr.read() if proc.poll() is not None and proc.stderr else f"no {path.name}"
+
+
+def test_sim_serve_writes_a_kubeconfig_a_client_can_use(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = serve("--kubeconfig-out", str(kubeconfig))
     try:
-        deadline = time.monotonic() + 20
-        while not kubeconfig.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        assert kubeconfig.exists(), proc.stderr.read() if proc.poll() is not None else "no kubeconfig"
+        wait_for_file(proc, kubeconfig)
         line = proc.stdout.readline() if proc.stdout else ""
         while "serving at" not in line and line:
             line = proc.stdout.readline() if proc.stdout else ""
@@ -56,19 +66,9 @@ def test_sim_serve_with_an_exporter_writes_scrape_configs_whose_targets_answer(t
     import yaml
 
     scrape = tmp_path / "scrape.yml"
-    command = [sys.executable, "-m", "descheduler", "sim", "serve", "--port", "0", "--exporter-port", "0"]
-    proc = subprocess.Popen(
-        [*command, "--scrape-config-out", str(scrape)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc = serve("--exporter-port", "0", "--scrape-config-out", str(scrape))
     try:
-        deadline = time.monotonic() + 20
-        while not scrape.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        assert scrape.exists(), proc.stderr.read() if proc.poll() is not None else "no scrape config"
+        wait_for_file(proc, scrape)
         time.sleep(0.2)  # written in one call; let it land
         jobs = yaml.safe_load(scrape.read_text())["scrape_configs"]
         target = jobs[0]["static_configs"][0]

@@ -15,23 +15,8 @@ from descheduler.kube import KINDS, NODES, PODS, ClusterCache, KubeClient
 from descheduler.model import Node, OwnerRef, Pod
 from descheduler.snapshot import Snapshot
 from tests.kube.test_cache_pod_rows_property import NOW
+from tests.kube.test_cache_snapshot_property import NODE_NAMES, pods
 
-NODE_NAMES = ("n1", "n2", "n3")
-
-pods = st.builds(
-    lambda ns, name, node, phase, owner: Pod(
-        namespace=ns,
-        name=name,
-        node_name=node,
-        phase=phase,
-        owner=OwnerRef(kind="ReplicaSet", name=owner, uid=f"uid-{owner}", controller=True) if owner else None,
-    ),
-    st.sampled_from(("a", "b")),
-    st.sampled_from(("p", "p-1", "q")),
-    st.sampled_from(("", "n1", "n3", "gone")),
-    st.sampled_from(("Running", "Pending", "Succeeded")),
-    st.sampled_from(("", "rs1", "rs2")),
-)
 changes = cluster_changes(pods, NODE_NAMES)
 
 
