@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 
 from benchmarks.cluster import generated_snapshot
+from descheduler import metrics
 from descheduler.decode import RawPod, convert, pod_from_raw
 from descheduler.extender import Extender, ExtenderServer, HostPriority, RefreshTiming
 from descheduler.extender.sources import BindingHook, LeavingHook, ReservationHook
@@ -120,6 +121,11 @@ def _best(prioritize_answer: bytes) -> str:
     return max(hosts, key=lambda h: h.Score).Host if hosts else ""
 
 
+def _refreshes() -> float:
+    """Successful state rebuilds so far in this process."""
+    return metrics.REGISTRY.get_sample_value("descheduler_extender_refreshes_total", {"result": "success"}) or 0.0
+
+
 def _percentiles(samples: list[float]) -> str:
     ordered = sorted(samples)
 
@@ -174,11 +180,14 @@ def in_process(snapshot: Snapshot, bodies: Bodies, refresh: bool) -> None:
     # Warm-up (first-use caches), then the measured run.
     warm = Bodies(bodies.pods[:50], bodies.names[:50])
     run_pairs(warm, extender.filter, extender.prioritize, None)
+    refreshes = _refreshes()
     latencies, cpu = run_pairs(bodies, extender.filter, extender.prioritize, bound)
     extender.stop()
     n = len(latencies)
+    rebuilt = f"; {_refreshes() - refreshes:.0f} state rebuilds meanwhile" if refresh else ""
     print(
         f"in-process, {n} pairs: {_percentiles(latencies)}; {cpu / n * 1000:.2f} ms CPU per pod = {n / cpu:.0f} pods/s"
+        f"{rebuilt}"
     )
 
 

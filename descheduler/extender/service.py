@@ -7,8 +7,10 @@ take, so every answer is consistent. Changes and state replacements are serialis
 lock that no request takes: a refresher thread rebuilds the state off the request path when the
 source changed, applies to it the changes seen meanwhile and swaps it in with one assignment;
 requests already running finish on the state they started with, and none waits for the swap.
-While it builds, the refresher gives the GIL back every `REBUILD_SWITCH_INTERVAL` seconds, so a
-request waits for the rebuild that long at most, not CPython's default 5 ms per switch.
+While it builds, the refresher steps aside whenever a request is being answered (`yielding.RequestsFirst`:
+it waits at its next function call, keeping a minimum share of the time), and gives the GIL back
+every `REBUILD_SWITCH_INTERVAL` seconds, so a request arriving mid-rebuild waits about that long,
+not CPython's default 5 ms per switch.
 Reservation changes are written into the current state as they arrive (`apply_reservation`), and only then
 is a Pending Reservation acknowledged, so the migration controller never evicts before the
 answers hold the room. With a `ReservationWriter` the extender also serves kube-scheduler's bind
@@ -37,6 +39,7 @@ from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY, ExtenderBinding
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationWriter
 from descheduler.extender.sources import ClusterSource
 from descheduler.extender.state import AssumedPods, Candidates, ClusterState, apply_reservation
+from descheduler.extender.yielding import RequestsFirst
 from descheduler.model import Pod, Reservation
 from descheduler.periodic import Periodic
 from descheduler.policy import SchedulingArgs
@@ -79,6 +82,7 @@ class Extender:
         self._clock = clock
         self._lock = threading.Lock()  # changes and state swaps, in order; never taken by a request
         self._refresh_lock = threading.Lock()
+        self.requests_first = RequestsFirst()  # a rebuild steps aside while requests are answered
         self._state: ClusterState | None = None
         self._assumed = AssumedPods(assumed_ttl)
         self._pods: OrderedDict[bytes, Pod] = OrderedDict()
@@ -151,10 +155,11 @@ class Extender:
             switch = sys.getswitchinterval()
             sys.setswitchinterval(min(switch, REBUILD_SWITCH_INTERVAL))
             try:
-                snapshot = self.source.snapshot()
-                args = self._args
-                table = build_table(snapshot, args)
-                state = ClusterState(table, generation, started, current.names if current is not None else None)
+                with self.requests_first.yielding():
+                    snapshot = self.source.snapshot()
+                    args = self._args
+                    table = build_table(snapshot, args)
+                    state = ClusterState(table, generation, started, current.names if current is not None else None)
             except (InputError, ClusterUnreachableError) as err:
                 self._failed(str(err))
                 return False
@@ -248,6 +253,10 @@ class Extender:
 
     def filter(self, body: bytes) -> bytes:
         """An ExtenderArgs body in, an ExtenderFilterResult body out (RequestError for a bad request)."""
+        with self.requests_first.serving():
+            return self._filter(body)
+
+    def _filter(self, body: bytes) -> bytes:
         request, state, candidates = self._prepare(body)
         with state.lock:
             state.asked_about(request.pod)
@@ -277,6 +286,10 @@ class Extender:
 
     def prioritize(self, body: bytes) -> bytes:
         """An ExtenderArgs body in, a HostPriorityList body out."""
+        with self.requests_first.serving():
+            return self._prioritize(body)
+
+    def _prioritize(self, body: bytes) -> bytes:
         request, state, candidates = self._prepare(body)
         with state.lock:
             state.asked_about(request.pod)

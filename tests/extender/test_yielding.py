@@ -1,0 +1,84 @@
+"""A rebuilding thread steps aside while requests are in flight, and is never starved (`RequestsFirst`)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from descheduler.extender.yielding import RequestsFirst
+
+
+def _rebuild(gate: RequestsFirst, calls: int, progress: list[int], done: threading.Event) -> None:
+    """A stand-in rebuild: many small Python calls, its progress counted."""
+    with gate.yielding():
+        for _ in range(calls):
+            progress.append(len(progress))
+    done.set()
+
+
+def _start(gate: RequestsFirst, calls: int) -> tuple[list[int], threading.Event]:
+    progress: list[int] = []
+    done = threading.Event()
+    threading.Thread(target=_rebuild, args=(gate, calls, progress, done), daemon=True).start()
+    return progress, done
+
+
+def test_a_rebuild_waits_while_a_request_is_in_flight_and_resumes_when_it_ends() -> None:
+    gate = RequestsFirst(min_share=0.0)
+    gate.enter()
+    progress, done = _start(gate, 1000)
+    time.sleep(0.3)
+    assert not done.is_set()
+    assert len(progress) <= 1
+    gate.leave()
+    assert done.wait(10)
+    assert len(progress) == 1000
+    assert gate.waits > 0
+
+
+def test_a_rebuild_keeps_its_share_when_requests_never_stop() -> None:
+    gate = RequestsFirst(min_share=0.5)
+    gate.enter()  # a request that never ends
+    try:
+        _, done = _start(gate, 200)
+        assert done.wait(10)
+    finally:
+        gate.leave()
+
+
+def test_a_rebuild_without_requests_does_not_wait() -> None:
+    gate = RequestsFirst()
+    _, done = _start(gate, 1000)
+    assert done.wait(10)
+    assert gate.waits == 0
+
+
+def test_requests_in_flight_are_counted_across_threads() -> None:
+    gate = RequestsFirst()
+
+    def requests() -> None:
+        for _ in range(2000):
+            with gate.serving():
+                pass
+
+    threads = [threading.Thread(target=requests) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert gate.in_flight == 0
+
+
+def test_the_previous_profile_function_is_restored() -> None:
+    def other(frame: object, event: str, arg: object) -> None:
+        pass
+
+    previous = sys.getprofile()
+    sys.setprofile(other)
+    try:
+        with RequestsFirst().yielding():
+            pass
+        assert sys.getprofile() is other
+    finally:
+        sys.setprofile(previous)
