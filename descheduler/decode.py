@@ -388,6 +388,7 @@ class RawMigrationJob(_Raw):
 # --- helpers -------------------------------------------------------------------------------
 
 RawT = TypeVar("RawT", bound=_Raw)
+T = TypeVar("T")
 
 
 def convert(obj: Mapping[str, Any], raw_type: type[RawT]) -> RawT:
@@ -421,7 +422,11 @@ def _selector(raw: Mapping[str, Any] | None, field: str) -> LabelSelector | None
 
 
 def _controller(meta: RawObjectMeta) -> OwnerRef | None:
-    for ref in meta.owner_references or ():
+    return _controller_of(meta.owner_references)
+
+
+def _controller_of(references: list[RawOwnerReference] | None) -> OwnerRef | None:
+    for ref in references or ():
         if ref.controller:
             return OwnerRef(kind=ref.kind, name=ref.name, uid=ref.uid, controller=True)
     return None
@@ -507,24 +512,31 @@ def pod_resources(spec: RawPodSpec) -> tuple[Resources, Resources, QoSClass]:
     started before it) + overhead. Sidecars are init containers with restartPolicy Always.
     Summed in plain dicts: this runs once per pod of every list and watch event.
     """
-    if len(spec.containers) == 1 and not spec.init_containers and not spec.overhead:
+    return _resources_of(spec.containers, spec.init_containers, spec.overhead)
+
+
+def _resources_of(
+    containers: list[RawContainer], init_containers: list[RawContainer] | None, overhead_raw: ResourceList | None
+) -> tuple[Resources, Resources, QoSClass]:
+    """`pod_resources` of a spec's parts."""
+    if len(containers) == 1 and not init_containers and not overhead_raw:
         # Most pods: one container, whose dicts are fresh and ours (nothing to sum).
-        req, lim = _container_resources(spec.containers[0], "containers", 0)
+        req, lim = _container_resources(containers[0], "containers", 0)
         return Resources.adopt(req), Resources.adopt(lim), _qos([(req, lim)])
     requests: dict[str, int] = {}
     limits: dict[str, int] = {}
     qos_parts: list[tuple[dict[str, int], dict[str, int]]] = []
-    for i, c in enumerate(spec.containers):
+    for i, c in enumerate(containers):
         req, lim = _container_resources(c, "containers", i)
         _add_into(requests, req)
         _add_into(limits, lim)
         qos_parts.append((req, lim))
-    if spec.init_containers:
+    if init_containers:
         sidecar_req: dict[str, int] = {}
         sidecar_lim: dict[str, int] = {}
         init_req: dict[str, int] = {}
         init_lim: dict[str, int] = {}
-        for i, c in enumerate(spec.init_containers):
+        for i, c in enumerate(init_containers):
             req, lim = _container_resources(c, "initContainers", i)
             qos_parts.append((req, lim))
             if c.restart_policy == "Always":
@@ -542,8 +554,8 @@ def pod_resources(spec: RawPodSpec) -> tuple[Resources, Resources, QoSClass]:
         _add_into(limits, sidecar_lim)
         _max_into(requests, init_req)
         _max_into(limits, init_lim)
-    if spec.overhead:
-        overhead = _units(spec.overhead, "spec.overhead")
+    if overhead_raw:
+        overhead = _units(overhead_raw, "spec.overhead")
         _add_into(requests, overhead)
         # Overhead is added to limits only for resources that have a limit (Kubernetes rule).
         _add_into(limits, {k: v for k, v in overhead.items() if k in limits})
@@ -567,8 +579,7 @@ def _qos(parts: list[tuple[dict[str, int], dict[str, int]]]) -> QoSClass:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _node_affinity(spec: RawPodSpec) -> tuple[NodeSelectorTerm, ...] | None:
-    affinity = spec.affinity
+def _node_affinity(affinity: RawAffinity | None) -> tuple[NodeSelectorTerm, ...] | None:
     if affinity is None or affinity.node_affinity is None:
         return None
     required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
@@ -596,8 +607,7 @@ def _requirements(raw: list[RawNodeSelectorRequirement] | None, field: str) -> t
     return tuple(out)
 
 
-def _anti_affinity(spec: RawPodSpec) -> tuple[PodAffinityTerm, ...]:
-    affinity = spec.affinity
+def _anti_affinity(affinity: RawAffinity | None) -> tuple[PodAffinityTerm, ...]:
     if affinity is None or affinity.pod_anti_affinity is None:
         return ()
     terms = affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution or ()
@@ -613,9 +623,42 @@ def _anti_affinity(spec: RawPodSpec) -> tuple[PodAffinityTerm, ...]:
     )
 
 
+def _tolerations(raw: list[RawToleration] | None) -> tuple[Toleration, ...]:
+    if not raw:
+        return ()
+    return tuple(Toleration(key=t.key, operator=t.operator or "Equal", value=t.value, effect=t.effect) for t in raw)
+
+
 def pod_from_raw(raw: RawPod) -> Pod:
-    meta, spec, status = raw.metadata, raw.spec, raw.status
+    spec = raw.spec
     requests, limits, qos = pod_resources(spec)
+    affinity = spec.affinity
+    # Evaluated in this order, so a pod with several bad fields is named by the same one each time.
+    node_affinity = _node_affinity(affinity)
+    anti_affinity = _anti_affinity(affinity)
+    return _pod(
+        raw.metadata,
+        spec,
+        raw.status,
+        (requests, limits, qos),
+        _controller(raw.metadata),
+        node_affinity,
+        anti_affinity,
+        _tolerations(spec.tolerations),
+    )
+
+
+def _pod(
+    meta: RawObjectMeta | RawListedPodMeta,
+    spec: RawPodSpec | RawListedPodSpec,
+    status: RawPodStatus,
+    resources: tuple[Resources, Resources, QoSClass],
+    owner: OwnerRef | None,
+    node_affinity: tuple[NodeSelectorTerm, ...] | None,
+    anti_affinity: tuple[PodAffinityTerm, ...],
+    tolerations: tuple[Toleration, ...],
+) -> Pod:
+    """The record from the parts both pod shapes decode alike and the parts decoded already."""
     scheduled_at = None
     ready = False
     for cond in status.conditions or ():
@@ -625,6 +668,7 @@ def pod_from_raw(raw: RawPod) -> Pod:
             elif cond.type == "Ready":
                 ready = True
     volumes = spec.volumes
+    requests, limits, qos = resources
     return Pod(
         namespace=meta.namespace or "default",
         name=meta.name,
@@ -633,7 +677,7 @@ def pod_from_raw(raw: RawPod) -> Pod:
         phase=status.phase or ("Running" if spec.node_name else "Pending"),
         labels=meta.labels or {},
         annotations=_keep(meta.annotations, _POD_ANNOTATIONS),
-        owner=_controller(meta),
+        owner=owner,
         requests=requests,
         limits=limits,
         priority=spec.priority,
@@ -646,14 +690,9 @@ def pod_from_raw(raw: RawPod) -> Pod:
         deleting=meta.deletion_timestamp is not None,
         ready=ready,
         node_selector=spec.node_selector or {},
-        required_node_affinity=_node_affinity(spec),
-        anti_affinity=_anti_affinity(spec),
-        tolerations=tuple(
-            Toleration(key=t.key, operator=t.operator or "Equal", value=t.value, effect=t.effect)
-            for t in spec.tolerations
-        )
-        if spec.tolerations
-        else (),
+        required_node_affinity=node_affinity,
+        anti_affinity=anti_affinity,
+        tolerations=tolerations,
         has_local_storage=any(v.empty_dir is not None or v.host_path is not None for v in volumes)
         if volumes
         else False,
@@ -661,6 +700,128 @@ def pod_from_raw(raw: RawPod) -> Pod:
         if volumes
         else False,
     )
+
+
+# --- pods as the cache lists and watches them ----------------------------------------------
+#
+# The pods of one workload share their containers, owner, tolerations and affinity. The cache's
+# shape keeps those parts as raw JSON text, and each is decoded once per distinct text, not once
+# per pod: the records for a text are remembered (the memos below). Any part that does not fit
+# its typed shape raises `Refit`, and the caller decodes the object again as a `RawPod`, so a bad
+# object is named exactly as `pod_from_raw` names it.
+
+_NULL = msgspec.Raw(b"null")
+_NO_CONTAINERS = msgspec.Raw(b"[]")
+_MEMO_LIMIT = 8192  # distinct texts remembered per part; past it a memo starts afresh
+_UNSEEN = object()
+
+
+class Refit(Exception):
+    """The object does not fit the cache's fast shape: decode it as the kind's full raw shape."""
+
+
+class RawListedPodMeta(_Raw):
+    """RawObjectMeta with ownerReferences as raw text."""
+
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: msgspec.Raw = _NULL
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    generation: int = 0
+    resource_version: str = ""
+
+
+class RawListedPodSpec(_Raw):
+    """RawPodSpec with containers, initContainers, affinity and tolerations as raw text."""
+
+    node_name: str = ""
+    containers: msgspec.Raw = _NO_CONTAINERS
+    init_containers: msgspec.Raw = _NULL
+    overhead: ResourceList | None = None
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    scheduler_name: str = ""
+    node_selector: dict[str, str] | None = None
+    affinity: msgspec.Raw = _NULL
+    tolerations: msgspec.Raw = _NULL
+    volumes: list[RawVolume] | None = None
+
+
+class RawListedPod(_Raw):
+    """A pod in the cache's shape (`pod_from_listed`)."""
+
+    metadata: RawListedPodMeta
+    spec: RawListedPodSpec = msgspec.field(default_factory=RawListedPodSpec)
+    status: RawPodStatus = msgspec.field(default_factory=RawPodStatus)
+
+
+_CONTAINERS = msgspec.json.Decoder(list[RawContainer])
+_INIT_CONTAINERS = msgspec.json.Decoder(list[RawContainer] | None)
+_OWNER_REFERENCES = msgspec.json.Decoder(list[RawOwnerReference] | None)
+_AFFINITY = msgspec.json.Decoder(RawAffinity | None)
+_TOLERATIONS = msgspec.json.Decoder(list[RawToleration] | None)
+
+_resources_memo: dict[Any, tuple[Resources, Resources, QoSClass]] = {}
+_owner_memo: dict[bytes, OwnerRef | None] = {}
+_affinity_memo: dict[bytes, tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PodAffinityTerm, ...]]] = {}
+_tolerations_memo: dict[bytes, tuple[Toleration, ...]] = {}
+
+
+def _typed(decoder: msgspec.json.Decoder[T], raw: msgspec.Raw) -> T:
+    try:
+        return decoder.decode(raw)
+    except msgspec.MsgspecError:
+        raise Refit from None
+
+
+def _remember(memo: dict[Any, T], key: Any, value: T) -> T:
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+def pod_from_listed(raw: RawListedPod) -> Pod:
+    """`pod_from_raw` of the same object, in the cache's shape; raises Refit when a raw part does not fit."""
+    meta, spec = raw.metadata, raw.spec
+    # First every raw part is read (a part that does not fit must win over a DecodeError, as in
+    # `RawPod`, whose typed decode comes first); then what may raise DecodeError, in pod_from_raw's order.
+    containers = init_containers = None
+    overhead = spec.overhead
+    if spec.init_containers is _NULL:
+        resources_key: Any = bytes(spec.containers)
+    else:
+        resources_key = (bytes(spec.containers), bytes(spec.init_containers))
+    resources = None if overhead else _resources_memo.get(resources_key)
+    if resources is None:
+        containers = _typed(_CONTAINERS, spec.containers)
+        init_containers = _typed(_INIT_CONTAINERS, spec.init_containers)
+    owner_key = bytes(meta.owner_references)
+    owner = _owner_memo.get(owner_key, _UNSEEN)
+    if owner is _UNSEEN:
+        owner = _remember(_owner_memo, owner_key, _controller_of(_typed(_OWNER_REFERENCES, meta.owner_references)))
+    tolerations_key = bytes(spec.tolerations)
+    tolerations = _tolerations_memo.get(tolerations_key)
+    if tolerations is None:
+        tolerations = _remember(
+            _tolerations_memo, tolerations_key, _tolerations(_typed(_TOLERATIONS, spec.tolerations))
+        )
+    affinity_key = bytes(spec.affinity)
+    affinity = _affinity_memo.get(affinity_key)
+    raw_affinity = _typed(_AFFINITY, spec.affinity) if affinity is None else None
+    if resources is None:
+        resources = _resources_of(containers or [], init_containers, overhead)
+        if not overhead:
+            _remember(_resources_memo, resources_key, resources)
+    if affinity is None:
+        node_affinity = _node_affinity(raw_affinity)
+        affinity = _remember(_affinity_memo, affinity_key, (node_affinity, _anti_affinity(raw_affinity)))
+    return _pod(meta, spec, raw.status, resources, owner, affinity[0], affinity[1], tolerations)  # type: ignore[arg-type]
 
 
 # --- nodes and the rest ---------------------------------------------------------------------

@@ -93,14 +93,21 @@ class ResourceKind:
     to_record: Callable[[Any], Any]
     # A missing API (404: the CRD is not installed) is an empty list and a warning, not a failure.
     optional: bool = False
+    # A cheaper shape for lists and watch events, and its converter (`listed_record`), which raises
+    # decode.Refit for an object that must be decoded in `raw_type` instead; None: `raw_type`.
+    listed_type: type[Any] | None = None
+    listed_record: Callable[[Any], Any] = field(default=None, repr=False)  # type: ignore[assignment]
     list_decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False, compare=False)
     item_decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False, compare=False)
     event_decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "list_decoder", msgspec.json.Decoder(RawList[self.raw_type]))  # type: ignore[name-defined]
+        listed = self.listed_type or self.raw_type
+        if self.listed_type is None:
+            object.__setattr__(self, "listed_record", self.to_record)
+        object.__setattr__(self, "list_decoder", msgspec.json.Decoder(RawList[listed]))  # type: ignore[valid-type]
         object.__setattr__(self, "item_decoder", msgspec.json.Decoder(self.raw_type))
-        object.__setattr__(self, "event_decoder", msgspec.json.Decoder(RawTypedEvent[self.raw_type]))  # type: ignore[name-defined]
+        object.__setattr__(self, "event_decoder", msgspec.json.Decoder(RawTypedEvent[listed]))  # type: ignore[valid-type]
 
     @property
     def api_version(self) -> str:
@@ -158,7 +165,18 @@ KINDS: dict[str, ResourceKind] = {
     k.name: k
     for k in (
         ResourceKind(NODES, "", "v1", "nodes", "Node", False, decode.RawNode, decode.node_from_raw),
-        ResourceKind(PODS, "", "v1", "pods", "Pod", True, decode.RawPod, decode.pod_from_raw),
+        ResourceKind(
+            PODS,
+            "",
+            "v1",
+            "pods",
+            "Pod",
+            True,
+            decode.RawPod,
+            decode.pod_from_raw,
+            listed_type=decode.RawListedPod,
+            listed_record=decode.pod_from_listed,
+        ),
         ResourceKind(NAMESPACES, "", "v1", "namespaces", "Namespace", False, RawNamespace, _namespace_labels),
         ResourceKind(
             PDBS,

@@ -106,12 +106,13 @@ class Listed:
 class DecodedPage:
     """Typed items, or raw ones when one item did not fit the kind's shape (decoded one by one)."""
 
-    __slots__ = ("items", "metadata", "typed")
+    __slots__ = ("body", "items", "metadata", "typed")
 
-    def __init__(self, page: RawList[Any], *, typed: bool) -> None:
+    def __init__(self, page: RawList[Any], *, typed: bool, body: bytes = b"") -> None:
         self.metadata: RawListMeta = page.metadata
         self.items: list[Any] = page.items or []
         self.typed = typed
+        self.body = body  # the JSON, while typed: an item that needs its full shape (decode.Refit) re-reads it
 
 
 def list_records(
@@ -131,7 +132,7 @@ def list_records(
 def decode_page(kind: ResourceKind, body: bytes) -> DecodedPage:
     """One list page of raw JSON, decoded into the kind's raw shapes (not yet records)."""
     try:
-        return DecodedPage(kind.list_decoder.decode(body), typed=True)
+        return DecodedPage(kind.list_decoder.decode(body), typed=True, body=body)
     except msgspec.ValidationError:
         return DecodedPage(_RAW_LIST.decode(body), typed=False)
 
@@ -148,13 +149,18 @@ def add_page(kind: ResourceKind, page: DecodedPage, listed: Listed) -> None:
             else:
                 records[key] = record
         return
-    to_record, key_of = kind.to_record, kind.key
+    to_record, key_of = kind.listed_record, kind.key
     for obj in page.items:
         key = key_of(obj.metadata)
         try:
             records[key] = to_record(obj)
         except decode.DecodeError as error:
             problems[key] = _problem(error)
+        except decode.Refit:
+            # Read the page one object at a time in the full shape, as a page that did not fit at all
+            # (the records already added are added again, equal and in the same order).
+            add_page(kind, DecodedPage(_RAW_LIST.decode(page.body), typed=False), listed)
+            return
 
 
 def records_of(kind: ResourceKind, objects: Iterable[Mapping[str, Any]]) -> Listed:

@@ -207,7 +207,12 @@ class Reflector:
     def apply_events(self, lines: Iterable[bytes]) -> None:
         """Decode watch-stream lines and apply each event to the sink; raises _Gone on a 410 ERROR event."""
         kind = self.kind
-        decode_typed, to_record, key_of, apply = kind.event_decoder.decode, kind.to_record, kind.key, self.sink.apply
+        decode_typed, to_record, key_of, apply = (
+            kind.event_decoder.decode,
+            kind.listed_record,
+            kind.key,
+            self.sink.apply,
+        )
         for line in lines:
             try:
                 # One pass for the common case: the event and its object in the kind's raw shape.
@@ -225,7 +230,7 @@ class Reflector:
                 continue
             try:
                 record = to_record(obj)
-            except decode.DecodeError:
+            except (decode.DecodeError, decode.Refit):
                 self._apply_untyped(line)
                 continue
             apply(kind, kind_of_event, key_of(obj.metadata), record, None)

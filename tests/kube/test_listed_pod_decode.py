@@ -1,0 +1,273 @@
+"""The cache's pod shape (`decode.RawListedPod`, decoded parts remembered by their JSON text) gives
+the records and the problems the full shape (`decode.RawPod` + `pod_from_raw`) gives, for any pod
+JSON: good or bad, first seen or seen before, in a list page or a watch event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kubernetes import client
+
+from descheduler.kube import PODS
+from descheduler.kube.client import KubeClient
+from descheduler.kube.kinds import KINDS
+from descheduler.kube.listing import Listed, add_page, decode_object, decode_page
+from descheduler.kube.reflector import Reflector
+
+KIND = KINDS[PODS]
+ABSENT = object()  # a key left out of its object
+
+
+def mostly(good: st.SearchStrategy[Any], bad: list[Any]) -> st.SearchStrategy[Any]:
+    """`good` 19 times in 20, else one of `bad`: values no API server would send. Rare, as a pod
+    has some twenty such fields: most drawn pods must be good, or no part is ever met again."""
+    return st.one_of(*[good] * 19, st.sampled_from(bad))
+
+
+QUANTITIES = mostly(
+    st.sampled_from(["100m", "250m", "1", "2", "512Mi", "1Gi", "0", 3, 1.5]), ["-1", "lots", True, None, []]
+)
+RESOURCE_LISTS = mostly(
+    st.one_of(
+        st.just(ABSENT),
+        st.none(),
+        st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), QUANTITIES, max_size=3),
+    ),
+    ["cpu", [1]],
+)
+
+
+def _with(obj: dict[str, Any], **fields: object) -> dict[str, Any]:
+    obj.update({k: v for k, v in fields.items() if v is not ABSENT})
+    return obj
+
+
+CONTAINER = st.builds(
+    lambda name, requests, limits, restart, extra: _with(
+        {"name": name, **extra}, resources=_with({}, requests=requests, limits=limits), restartPolicy=restart
+    ),
+    st.sampled_from(["main", "sidecar"]),
+    RESOURCE_LISTS,
+    RESOURCE_LISTS,
+    mostly(st.sampled_from([ABSENT, "Always", None]), [5]),
+    st.sampled_from([{}, {"image": "registry.example.com/app:1"}, {"ports": [{"containerPort": 80}]}]),
+)
+# A few container lists many pods share (so a part remembered for one pod is met again in
+# another, beside different other parts), and any other list.
+SHARED_CONTAINERS = [
+    [{"name": "main", "resources": {"requests": {"cpu": "250m"}, "limits": {"cpu": "1", "memory": "1Gi"}}}],
+    [{"name": "main", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}],
+    [{"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
+    [{"name": "main"}, {"name": "log", "resources": {"requests": {"memory": "2Gi"}}}],
+]
+CONTAINERS = mostly(
+    st.one_of(st.just(ABSENT), st.sampled_from(SHARED_CONTAINERS), st.lists(CONTAINER, max_size=3)),
+    [None, "main", [1]],
+)
+OWNERS = mostly(
+    st.lists(
+        st.builds(
+            lambda kind, uid, controller: _with({"kind": kind, "name": "web", "uid": uid}, controller=controller),
+            st.sampled_from(["ReplicaSet", "DaemonSet"]),
+            st.sampled_from(["u1", "u2"]),
+            mostly(st.sampled_from([ABSENT, True, False, None]), ["yes"]),
+        ),
+        max_size=2,
+    ),
+    [ABSENT, None, "rs", [{"kind": 5}]],
+)
+TOLERATIONS = mostly(
+    st.lists(
+        st.builds(
+            lambda key, operator, effect: _with(
+                {"key": key, "tolerationSeconds": 300}, operator=operator, effect=effect
+            ),
+            mostly(st.sampled_from(["", "node.kubernetes.io/not-ready"]), [7]),
+            st.sampled_from([ABSENT, "Exists", "Equal", ""]),
+            st.sampled_from([ABSENT, "NoExecute", "NoSchedule"]),
+        ),
+        max_size=2,
+    ),
+    [ABSENT, None, {"key": "a"}],
+)
+REQUIREMENT = st.builds(
+    lambda operator, values: _with({"key": "zone", "operator": operator}, values=values),
+    mostly(st.sampled_from(["In", "NotIn", "Exists"]), ["Near", 3]),
+    mostly(st.sampled_from([ABSENT, None, ["a"]]), ["a"]),
+)
+SELECTORS = mostly(
+    st.sampled_from([ABSENT, None, {}, {"matchLabels": {"app": "web"}}]),
+    [{"matchExpressions": [{"key": "app", "operator": "Nope"}]}, {"matchLabels": "app"}],
+)
+AFFINITY = mostly(
+    st.builds(
+        lambda terms, anti: _with(
+            {},
+            nodeAffinity=ABSENT
+            if terms is ABSENT
+            else {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}},
+            podAntiAffinity=ABSENT if anti is ABSENT else {"requiredDuringSchedulingIgnoredDuringExecution": anti},
+        ),
+        st.one_of(
+            st.just(ABSENT),
+            st.lists(st.builds(lambda r: {"matchExpressions": r}, st.lists(REQUIREMENT, max_size=2)), max_size=2),
+        ),
+        st.one_of(
+            st.just(ABSENT),
+            st.lists(
+                st.builds(
+                    lambda selector, ns: _with({"topologyKey": "zone"}, labelSelector=selector, namespaceSelector=ns),
+                    SELECTORS,
+                    SELECTORS,
+                ),
+                max_size=2,
+            ),
+        ),
+    ),
+    [ABSENT, None, {}, "near", {"nodeAffinity": None}],
+)
+
+
+@st.composite
+def pod_objects(draw: st.DrawFn) -> dict[str, Any]:
+    """A pod as the API server would send it, with (sometimes) fields no API server would accept."""
+    metadata = _with(
+        {"name": draw(st.sampled_from(["web-1", "web-2", "db-0"])), "namespace": draw(st.sampled_from(["", "team"]))},
+        uid=draw(st.sampled_from([ABSENT, "p1"])),
+        labels=draw(mostly(st.sampled_from([ABSENT, None, {"app": "web"}]), [{"app": 1}])),
+        annotations=draw(st.sampled_from([ABSENT, {"kubernetes.io/config.mirror": "x", "other": "y"}])),
+        ownerReferences=draw(OWNERS),
+        creationTimestamp=draw(mostly(st.sampled_from([ABSENT, "2024-05-01T10:00:00Z"]), ["yesterday"])),
+        deletionTimestamp=draw(st.sampled_from([ABSENT, None, "2024-05-01T11:00:00Z"])),
+        generation=draw(mostly(st.sampled_from([ABSENT, 2]), ["two"])),
+        resourceVersion=draw(st.sampled_from([ABSENT, "12"])),
+    )
+    spec = _with(
+        {},
+        nodeName=draw(st.sampled_from([ABSENT, "n1"])),
+        containers=draw(CONTAINERS),
+        initContainers=draw(st.one_of(st.just(ABSENT), CONTAINERS)),
+        overhead=draw(RESOURCE_LISTS),
+        priority=draw(mostly(st.sampled_from([ABSENT, None, 100]), ["high"])),
+        tolerations=draw(TOLERATIONS),
+        affinity=draw(AFFINITY),
+        volumes=draw(
+            st.sampled_from(
+                [ABSENT, None, [{"name": "v", "emptyDir": {}}], [{"name": "c", "persistentVolumeClaim": {}}]]
+            )
+        ),
+    )
+    status = _with(
+        {},
+        phase=draw(st.sampled_from([ABSENT, "Running", "Succeeded"])),
+        conditions=draw(
+            st.sampled_from(
+                [
+                    ABSENT,
+                    None,
+                    [{"type": "Ready", "status": "True"}],
+                    [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-05-01T10:00:05Z"}],
+                ]
+            )
+        ),
+    )
+    if draw(st.integers(0, 6)) == 0:
+        status["conditions"] = [{"status": "True"}]  # no type
+    return _with({"metadata": metadata}, spec=spec, status=status)
+
+
+def reference(objects: list[dict[str, Any]]) -> Listed:
+    """What the full shape makes of each object on its own (`decode_object`: RawPod + pod_from_raw)."""
+    listed = Listed()
+    for obj in objects:
+        key, record, problem = decode_object(KIND, msgspec.json.encode(obj))
+        if problem is not None:
+            listed.problems[key] = problem
+        else:
+            listed.records[key] = record
+    return listed
+
+
+def listed_page(objects: list[dict[str, Any]]) -> Listed:
+    listed = Listed()
+    body = msgspec.json.encode({"kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": objects})
+    add_page(KIND, decode_page(KIND, body), listed)
+    return listed
+
+
+def offline_client() -> KubeClient:
+    """A client for a server never called: `apply_events` only decodes lines it is given."""
+    return KubeClient(client.Configuration(host="http://127.0.0.1:9"))
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.applied: list[tuple[str, str, Any, str | None]] = []
+
+    def apply(self, kind: Any, event_type: str, key: str, record: Any, problem: str | None) -> None:
+        self.applied.append((event_type, key, record, problem))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(pod_objects(), max_size=6))
+def test_a_listed_page_gives_the_full_shapes_records_and_problems(objects: list[dict[str, Any]]) -> None:
+    want = reference(objects)
+    for _ in range(2):  # the second time, every part is remembered from the first
+        got = listed_page(objects)
+        assert list(got.records.items()) == list(want.records.items())
+        assert got.problems == want.problems
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(pod_objects(), max_size=6))
+def test_watch_events_give_the_full_shapes_records_and_problems(objects: list[dict[str, Any]]) -> None:
+    want = []
+    for obj in objects:
+        key, record, problem = decode_object(KIND, msgspec.json.encode(obj))
+        want.append(("MODIFIED", key, record, problem))
+    lines = [msgspec.json.encode({"type": "MODIFIED", "object": obj}) for obj in objects]
+    for _ in range(2):
+        sink = RecordingSink()
+        Reflector(offline_client(), KIND, sink).apply_events(lines)  # type: ignore[arg-type]
+        assert sink.applied == want
+
+
+def test_the_fast_shape_names_a_bad_container_as_the_full_shape_does() -> None:
+    bad = {
+        "metadata": {"name": "bad", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": [1]}}]},
+    }
+    good = {"metadata": {"name": "good", "namespace": "default"}, "spec": {"containers": [{"name": "c"}]}}
+    got = listed_page([good, bad])
+    assert list(got.records) == ["default/good"]
+    assert got.problems == {
+        "default/bad": "Expected `object | null`, got `array` - at `$.spec.containers[0].resources.requests`"
+    }
+
+
+def test_a_malformed_part_names_the_pod_before_a_bad_quantity_does() -> None:
+    # RawPod's typed decode comes before any quantity is read, so its message wins.
+    pod = {
+        "metadata": {"name": "bad", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}], "affinity": "near"},
+    }
+    want = {"default/bad": "Expected `object | null`, got `str` - at `$.spec.affinity`"}
+    assert reference([pod]).problems == want
+    assert listed_page([pod]).problems == want
+
+
+def test_pods_of_one_workload_share_their_decoded_parts() -> None:
+    template = {
+        "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": "u1", "controller": True}],
+    }
+    containers = [{"name": "c", "resources": {"requests": {"cpu": "250m"}, "limits": {"cpu": "1"}}}]
+    objects = [
+        {"metadata": {"name": f"web-{i}", "namespace": "team", **template}, "spec": {"containers": containers}}
+        for i in range(2)
+    ]
+    first, second = listed_page(objects).records.values()
+    assert first.owner is second.owner
+    assert first.requests is second.requests and first.limits is second.limits
