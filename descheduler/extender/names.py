@@ -4,9 +4,11 @@ kube-scheduler sends up to every node's name per request, in a fresh order each 
 workers run in parallel), so no cache keyed on the request bytes helps the filter call. Decoding
 5,000 names and looking each up in a dict costs 1-3 ms of CPU (the lookups touch 5,000 scattered
 string objects); this reads the names straight out of the raw JSON array instead: find the
-quotes, read each name's bytes as a fixed-width row of 64-bit words, hash the rows, look the
-hashes up in an open-addressing table built with the state, then compare the words exactly, so a
-hash collision can only send a request to the slow path, never to a wrong node.
+quotes, then read each name as a key of 64-bit words that determines it exactly: its length, its
+whole 8-byte words from the start but the last, and its last 8 bytes (all of them when shorter),
+each read unaligned straight from the request's bytes. The keys are hashed and looked up in an
+open-addressing table built with the state, and the found row's key is compared in full, so a
+name maps to a row only when its bytes are that row's name.
 
 The fast path takes the array as Go's encoding/json writes it (`["a","b"]`: no whitespace, no
 escapes) and names the table knows; anything else (an unknown name, an empty one, spaces, escapes)
@@ -29,8 +31,7 @@ MAX_WIDTH = 256  # bytes; a longer name (Kubernetes allows 253) is only found by
 _QUOTE, _COMMA = ord('"'), ord(",")
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so each step of the hash is a bijection
 _SHIFT = np.uint64(29)
-# MASKS[k] keeps the first k bytes of a little-endian word.
-_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+_WORD = np.dtype("<u8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,41 +51,39 @@ class Located:
 
 
 class NameIndex:
-    """The table's node names as fixed-width byte rows, with their hashes sorted for binary search."""
+    """The table's node names as exact word keys, hashed into an open-addressing table."""
 
     def __init__(self, names: Sequence[str]) -> None:
         self.names = tuple(names)
         encoded = [name.encode() for name in self.names]
-        # A name JSON writes with escapes, or one too long, is left to the slow path.
+        # A name JSON writes with escapes, one with a comma, or one too long, is left to the slow path.
         plain = [
-            len(raw) <= MAX_WIDTH and msgspec.json.encode(name) == b'"' + raw + b'"' and b"," not in raw
+            0 < len(raw) <= MAX_WIDTH and msgspec.json.encode(name) == b'"' + raw + b'"' and b"," not in raw
             for name, raw in zip(self.names, encoded, strict=True)
         ]
-        longest = max((len(raw) for raw, ok in zip(encoded, plain, strict=True) if ok), default=0)
-        self.width = max(8, -(-longest // 8) * 8)
-        rows = len(encoded)
-        padded = np.zeros((rows, self.width), dtype=np.uint8)
-        for row, (raw, ok) in enumerate(zip(encoded, plain, strict=True)):
-            if ok:
-                padded[row, : len(raw)] = np.frombuffer(raw, dtype=np.uint8)
-        self.words: WordArray = padded.view(np.uint64)
-        hashes = _hash(self.words).tolist()
-        # Open addressing, linear probing, at most a quarter full: most names sit in their first slot.
-        bits = max(4, (4 * max(rows, 1) - 1).bit_length())
-        self._shift = np.uint64(64 - bits)
-        self._mask = (1 << bits) - 1
-        slot_hash = [0] * (1 << bits)
-        slot_row = [-1] * (1 << bits)
-        self.probes = 1  # the longest probe sequence of any name
-        for row, (value, ok) in enumerate(zip(hashes, plain, strict=True)):
-            if not ok:
-                continue  # never found: a request's name hashes its own bytes, and the words differ
-            slot, probes = value >> (64 - bits), 1
-            while slot_row[slot] >= 0:
-                slot, probes = (slot + 1) & self._mask, probes + 1
-            slot_hash[slot], slot_row[slot] = value, row
-            self.probes = max(self.probes, probes)
-        self.slot_hash: WordArray = np.array(slot_hash, dtype=np.uint64)
+        self.longest = max((len(raw) for raw, ok in zip(encoded, plain, strict=True) if ok), default=0)
+        self.heads = max(-(-self.longest // 8) - 1, 0)  # words before the last of the longest name
+        # The names laid out as a request would carry them, and keyed by the same code.
+        layout = b"[" + b",".join(b'"' + raw + b'"' if ok else b'""' for raw, ok in zip(encoded, plain, strict=True))
+        starts = np.cumsum([0, *(len(raw) + 3 if ok else 3 for raw, ok in zip(encoded, plain, strict=True))])[:-1] + 2
+        lengths = np.array([len(raw) if ok else 0 for raw, ok in zip(encoded, plain, strict=True)], dtype=np.int64)
+        self.keys: list[WordArray] = _keys(layout + b"]", starts.astype(np.int64), lengths, self.heads)
+        self._place(_hash(self.keys).tolist(), plain)
+
+    def _place(self, hashes: list[int], plain: list[bool]) -> None:
+        """Cuckoo hashing: each name sits in one of two slots (the hash's high bits, or its low bits),
+        so a lookup is two vector passes, never a probe loop. At most a sixteenth full (few names sit in
+        their second slot), placing fails only with negligible odds; then the table doubles and tries again."""
+        bits = max(4, (16 * max(len(plain), 1) - 1).bit_length())
+        while True:
+            shift, mask = 64 - bits, (1 << bits) - 1
+            slot_row = [-1] * (1 << bits)
+            if all(
+                _insert(slot_row, row, hashes, shift, mask) for row, ok in enumerate(plain) if ok
+            ):  # a name not plain is never found: its key holds length 0, and no request's name has that
+                break
+            bits += 1
+        self._shift, self._mask = np.uint64(shift), np.uint64(mask)
         self.slot_row: IntArray = np.array(slot_row, dtype=np.int64)
 
     def locate(self, raw: bytes) -> Located | None:
@@ -92,57 +91,93 @@ class NameIndex:
         if raw == b"[]":
             empty = np.zeros(0, dtype=np.int64)
             return Located(empty, NameSpans(empty, empty))
-        if not self.slot_row.size or raw[:2] != b'["' or raw[-2:] != b'"]' or b"\\" in raw:
+        if not self.longest or raw[:2] != b'["' or raw[-2:] != b'"]' or b"\\" in raw:
             return None
         buf = np.frombuffer(raw, dtype=np.uint8)
         quotes = np.flatnonzero(buf == _QUOTE)
         if quotes.size % 2:
             return None
-        starts, ends = quotes[0::2] + 1, quotes[1::2]
         # Without escapes every quote opens or closes a string; the array holds only strings when
         # exactly one comma separates each from the next.
-        if starts.size > 1 and not (
-            bool((starts[1:] - ends[:-1] == 3).all()) and bool((buf[ends[:-1] + 1] == _COMMA).all())
-        ):
+        steps = np.diff(quotes)
+        lengths = steps[0::2] - 1
+        if quotes.size > 2 and not (bool((steps[1::2] == 2).all()) and bool((buf[quotes[1:-1:2] + 1] == _COMMA).all())):
             return None
-        lengths = ends - starts
-        if int(lengths.min()) == 0 or int(lengths.max()) > self.width:
+        if int(lengths.min()) == 0 or int(lengths.max()) > self.longest:
             return None
-        # Each name's first `width` bytes as one fixed-size item (a strided view over the raw bytes),
-        # then the bytes past its end zeroed, as the table pads its names.
-        padded = raw + bytes(self.width)
-        windows = np.ndarray((len(raw),), dtype=np.dtype((np.void, self.width)), buffer=padded, strides=(1,))
-        words = windows[starts].view(np.uint64).reshape(starts.size, -1)
-        for column in range(words.shape[1]):
-            words[:, column] &= _MASKS[np.maximum(np.minimum(lengths - 8 * column, 8), 0)]
-        rows = self._rows(_hash(words))
-        if rows is None or not bool((self.words[rows] == words).all()):
-            return None  # a name the table lacks (or a hash collision): the slow path sorts it out
-        return Located(rows, NameSpans(starts, ends))
+        starts = quotes[0::2] + 1
+        keys = _keys(raw, starts, lengths, self.heads)
+        rows = self._rows(keys)
+        if rows is None:
+            return None  # a name the table lacks: the slow path sorts it out
+        return Located(rows, NameSpans(starts, starts + lengths))
 
-    def _rows(self, hashes: WordArray) -> IntArray | None:
-        """The row holding each hash, or None when one is in no slot."""
-        base = (hashes >> self._shift).astype(np.int64)
-        rows = self.slot_row[base]
-        todo = np.flatnonzero((self.slot_hash[base] != hashes) | (rows < 0))
-        for step in range(1, self.probes):
-            if not todo.size:
-                break
-            slots = (base[todo] + step) & self._mask
-            hit = (self.slot_hash[slots] == hashes[todo]) & (self.slot_row[slots] >= 0)
-            rows[todo[hit]] = self.slot_row[slots[hit]]
-            todo = todo[~hit]
-        return rows if not todo.size else None
+    def _rows(self, keys: list[WordArray]) -> IntArray | None:
+        """The row whose key equals each key, or None when one has none."""
+        hashes = _hash(keys)
+        rows = self.slot_row[(hashes >> self._shift).astype(np.int64)]
+        todo = np.flatnonzero(~_equal(self.keys, rows, keys, None))
+        if todo.size:
+            found = self.slot_row[(hashes[todo] & self._mask).astype(np.int64)]
+            if not bool(_equal(self.keys, found, keys, todo).all()):
+                return None
+            rows[todo] = found
+        return rows
 
 
-def _hash(words: WordArray) -> WordArray:
-    """A 64-bit hash of each row of words (multiply and xor-shift; wrapping arithmetic)."""
-    out = np.zeros(words.shape[0], dtype=np.uint64)
-    for column in range(words.shape[1]):
-        out ^= words[:, column]
+def _insert(slot_row: list[int], row: int, hashes: list[int], shift: int, mask: int, tries: int = 500) -> bool:
+    """Put `row` in one of its two slots, moving the names in the way to their other slot; False when
+    the chain of moves does not end within `tries`."""
+    slot = hashes[row] >> shift
+    for _ in range(tries):
+        row, slot_row[slot] = slot_row[slot], row
+        if row < 0:
+            return True
+        first, second = hashes[row] >> shift, hashes[row] & mask
+        slot = second if slot == first else first
+    return False
+
+
+def _keys(raw: bytes, starts: IntArray, lengths: IntArray, heads: int) -> list[WordArray]:
+    """Per name `raw[s:s+n]` (s in `starts`, n in `lengths`, 0 < n <= 8 × (heads + 1)): its length, its
+    words at offsets 0, 8, ... before its last 8 bytes (0 past them), and its last 8 bytes (its
+    bytes, zero-extended, when shorter) as little-endian words: together they determine the name."""
+    padded = bytes(8) + raw + bytes(8 * heads + 8)  # every read below stays inside
+    words = np.ndarray((len(padded) - 7,), dtype=_WORD, buffer=padded, strides=(1,))
+    at = starts + 8
+    shortest = int(lengths.min()) if lengths.size else 0
+    last = words[at + lengths - 8]
+    if shortest < 8:  # shift out the bytes before a short name's start
+        last >>= np.maximum(8 - lengths, 0).astype(np.uint64) * np.uint64(8)
+    out = [lengths.astype(np.uint64), last]
+    for k in range(heads):
+        head = words[at + 8 * k]
+        if shortest <= 8 * (k + 1):  # names this short have no such word
+            head *= lengths > 8 * (k + 1)
+        out.append(head)
+    return out
+
+
+def _hash(keys: list[WordArray]) -> WordArray:
+    """A 64-bit hash of each row of keys (multiply and xor-shift; wrapping arithmetic)."""
+    out = np.zeros(keys[0].shape[0], dtype=np.uint64)
+    for column in keys:
+        out ^= column
         out *= _MULTIPLIER
         out ^= out >> _SHIFT
     return out
+
+
+def _equal(
+    table: list[WordArray], rows: IntArray, keys: list[WordArray], which: IntArray | None
+) -> npt.NDArray[np.bool_]:
+    """Whether the table's key of each of `rows` is the key of the name at the same place (of `which`)."""
+    valid = rows >= 0
+    safe = np.where(valid, rows, 0)
+    same = valid
+    for mine, theirs in zip(table, keys, strict=True):
+        same = same & (mine[safe] == (theirs if which is None else theirs[which]))
+    return same
 
 
 def passed_names(raw: bytes, spans: NameSpans, passed: npt.NDArray[np.bool_]) -> bytes:

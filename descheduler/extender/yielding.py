@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-MIN_SHARE = 0.2  # of the time since it started, the share a rebuild keeps however busy the requests
+MIN_SHARE = 0.5  # of the time since it started, the share a rebuild keeps however busy the requests
 MAX_WAIT = 0.05  # seconds between checks of that share while waiting
 
 

@@ -229,3 +229,26 @@ def test_a_node_added_by_the_next_state_is_found_by_name(extender: Extender, tmp
     answer = json.loads(extender.filter(extender_args(pod, ["cool-0", "new-node"])))
     assert answer["NodeNames"] == ["cool-0"]  # now known, and too hot
     assert set(answer["FailedAndUnresolvableNodes"]) == {"new-node"}
+
+
+# --- random tables: the bulk mapping equals a dict's, or leaves the request to the slow path ------
+
+_NAME = st.text(alphabet="ab-.0ü", min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_NAME, min_size=1, max_size=30, unique=True), st.data())
+def test_the_bulk_mapping_equals_a_dict_lookup_and_never_maps_an_unknown_name(
+    table: list[str], data: st.DataObject
+) -> None:
+    """Names that share prefixes, suffixes and last words, of every length around the 8-byte words."""
+    index = NameIndex(table)
+    others = st.one_of(_NAME, st.sampled_from([n + "a" for n in table] + [n[:-1] for n in table if len(n) > 1]))
+    names = data.draw(st.lists(st.one_of(st.sampled_from(table), others), max_size=40))
+    located = index.locate(compact(names))
+    rows = {name: row for row, name in enumerate(table)}
+    if all(name in rows for name in names):
+        assert located is not None
+        assert located.rows.tolist() == [rows[n] for n in names]
+    else:
+        assert located is None
