@@ -24,6 +24,7 @@ from descheduler.labels import LabelSelector
 from descheduler.model import ANNOTATION_USAGE_THRESHOLDS, Node, Pod, Reservation, Taint
 from descheduler.podrows import PodRows, micros, pod_columns, rows_of, sliced, sliced_column
 from descheduler.policy import SchedulingArgs
+from descheduler.priority import is_prod
 from descheduler.resources import Resources
 from descheduler.scheduling.estimator import estimate_matrix
 from descheduler.snapshot import Snapshot
@@ -429,14 +430,52 @@ def _estimate_matrix(table: NodeTable, requests: IntArray, limits: IntArray) -> 
 
 def _pod_load(table: NodeTable, pod: Pod) -> PodLoad:
     row = table.pod_rows.get(pod.key)
-    matrix = table.pods if row is not None and table.pods is not None else pod_matrix(table, [pod])
-    i = row if row is not None else 0
+    if row is None or table.pods is None:
+        return one_pod_load(table, pod)
+    matrix, i = table.pods, row
     return PodLoad(
         requests=matrix.requests[i],
         usage=matrix.usage[i],
         estimate=matrix.estimate[i],
         has_metric=bool(matrix.has_metric[i]),
         prod=bool(matrix.prod[i]),
+    )
+
+
+def one_pod_load(table: NodeTable, pod: Pod) -> PodLoad:
+    """`pod_matrix(table, [pod])`'s row, read straight from the pod's maps: the extender asks this for
+    every pod it is sent, and the batch path costs ~100 us for one pod. It follows `_matrix` step by
+    step; tests/scheduling/test_one_pod_load.py holds the two equal."""
+    column, measured, size = table.column, table.measured, len(table.resources)
+    requested, limited = pod.requests.as_dict(), pod.limits.as_dict()
+    requests = [0] * size
+    for name, col in column.items():
+        requests[col] = requested.get(name, 0)
+    requests[column["pods"]] = 1
+    limits = [0] * size
+    for name in table.args.estimated_scaling_factors:
+        col = column.get(name)
+        if col is not None:
+            limits[col] = limited.get(name, 0)
+    metric = table.snapshot.pod_usage.get(pod.key)
+    reported = _NO_USAGE if metric is None else metric.usage.as_dict()
+    usage = [0] * size
+    for name in measured:
+        col = column.get(name)
+        if col is not None:
+            usage[col] = reported.get(name, 0)
+    request_row = np.array([requests], dtype=np.int64)
+    estimate = _estimate_matrix(table, request_row, np.array([limits], dtype=np.int64))[0]
+    # Resources the load source does not measure (extended resources, pods) count by requests.
+    for name, col in column.items():
+        if name not in measured:
+            usage[col] = estimate[col] = requests[col]
+    return PodLoad(
+        requests=request_row[0],
+        usage=np.array(usage, dtype=np.int64),
+        estimate=estimate,
+        has_metric=metric is not None,
+        prod=is_prod(pod),
     )
 
 
