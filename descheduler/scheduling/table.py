@@ -454,16 +454,14 @@ def one_pod_load(table: NodeTable, pod: Pod) -> PodLoad:
     requests[column["pods"]] = 1
     limits = [0] * size
     for name in table.args.estimated_scaling_factors:
-        col = column.get(name)
-        if col is not None:
-            limits[col] = limited.get(name, 0)
+        if name in column:
+            limits[column[name]] = limited.get(name, 0)
     metric = table.snapshot.pod_usage.get(pod.key)
     reported = _NO_USAGE if metric is None else metric.usage.as_dict()
     usage = [0] * size
     for name in measured:
-        col = column.get(name)
-        if col is not None:
-            usage[col] = reported.get(name, 0)
+        if name in column:
+            usage[column[name]] = reported.get(name, 0)
     request_row = np.array([requests], dtype=np.int64)
     estimate = _estimate_matrix(table, request_row, np.array([limits], dtype=np.int64))[0]
     # Resources the load source does not measure (extended resources, pods) count by requests.
