@@ -49,7 +49,7 @@ from descheduler.kube.kinds import (
     resolve,
 )
 from descheduler.kube.reflector import Reflector
-from descheduler.model import Node, Pod
+from descheduler.model import POD_TERMINAL_PHASES, Node, Pod
 from descheduler.podrows import PodRowStore
 from descheduler.snapshot import OwnerPods, Snapshot
 
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+_ONE_BY_ONE = 32  # up to this many keys added (or removed) are merged into the pod order one at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +99,14 @@ def _pod_order(key: str) -> tuple[str, str]:
     return namespace, name
 
 
-def _owner_uid(pod: Pod) -> str | None:
-    return pod.owner.uid if pod.owner is not None else None
-
-
-def _counted_owner(pod: Pod) -> str | None:
-    """The controller uid the pod counts for in `_PodIndex.owners` (non-terminal pods only)."""
-    return pod.owner.uid if pod.owner is not None and not pod.terminal else None
+def _same_owner(old: Pod, new: Pod) -> bool:
+    """Same controller uid, and (with a controller) counted alike in `_PodIndex.owners` (non-terminal pods)."""
+    was, now = old.owner, new.owner
+    if was is None or now is None:
+        return was is now
+    return (was is now or was.uid == now.uid) and (old.phase in POD_TERMINAL_PHASES) == (
+        new.phase in POD_TERMINAL_PHASES
+    )
 
 
 @dataclass(slots=True)
@@ -115,6 +117,10 @@ class _PodIndex:
     node_tuples: dict[str, tuple[Pod, ...]] = field(default_factory=dict)
     dirty_nodes: set[str] = field(default_factory=set)
     order: list[str] | None = None  # pod keys sorted by (namespace, name); None: sort on next use
+    # Keys added to and removed from `order` since it was last used, merged in at the next use:
+    # one insertion into a list of 150,000 keys moves ~1 MB (~40 µs), a merge of many costs one pass.
+    added: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
     ordered: tuple[Pod, ...] | None = None
     owners: Counter[str] = field(default_factory=Counter)  # non-terminal pods per controller uid
     namespaces: Counter[str] = field(default_factory=Counter)
@@ -125,13 +131,7 @@ class _PodIndex:
     def change(self, key: str, old: Pod | None, new: Pod | None) -> None:
         """Index a pod's change: added (`old` None), modified, or deleted (`new` None)."""
         self.ordered = None
-        if (
-            old is not None
-            and new is not None
-            and old.node_name == new.node_name
-            and _counted_owner(old) == _counted_owner(new)
-            and _owner_uid(old) == _owner_uid(new)
-        ):
+        if old is not None and new is not None and old.node_name == new.node_name and _same_owner(old, new):
             # The common MODIFIED event (status, labels): same node, same owner, same key order.
             if new.node_name:
                 self.by_node[new.node_name][key] = new
@@ -189,6 +189,8 @@ class _PodIndex:
         self.node_tuples.clear()
         self.dirty_nodes.clear()
         self.order = None
+        self.added.clear()
+        self.removed.clear()
         self.ordered = None
         self.owners.clear()
         self.namespaces.clear()
@@ -198,19 +200,65 @@ class _PodIndex:
 
     def insert_key(self, key: str) -> None:
         if self.order is not None:
-            bisect.insort(self.order, key, key=_pod_order)
+            if key in self.removed:
+                self.removed.discard(key)  # deleted and added again: still in `order`
+            else:
+                self.added.add(key)
+            self._bound()
 
     def delete_key(self, key: str) -> None:
         if self.order is not None:
-            i = bisect.bisect_left(self.order, _pod_order(key), key=_pod_order)
-            if i < len(self.order) and self.order[i] == key:
-                del self.order[i]
-            else:  # cannot happen while the index is consistent; recover by re-sorting
-                self.order = None
+            if key in self.added:
+                self.added.discard(key)  # added and deleted again: never in `order`
+            else:
+                self.removed.add(key)
+            self._bound()
+
+    def _bound(self) -> None:
+        """A cache that is never snapshotted: past a point, sorting afresh is cheaper than merging."""
+        if self.order is not None and len(self.added) + len(self.removed) > len(self.order) // 2 + 1000:
+            self.order = None
+            self.added.clear()
+            self.removed.clear()
+
+    def _merge(self, order: list[str]) -> list[str] | None:
+        """`order` with the keys removed and added since its last use; None when it has lost its way."""
+        removed, added = self.removed, self.added
+        self.removed, self.added = set(), set()
+        if len(removed) > _ONE_BY_ONE:
+            kept = [key for key in order if key not in removed]
+            if len(kept) != len(order) - len(removed):  # cannot happen while the index is consistent
+                return None
+            order = kept
+        else:
+            for key in removed:
+                i = bisect.bisect_left(order, _pod_order(key), key=_pod_order)
+                if i < len(order) and order[i] == key:
+                    del order[i]
+                else:  # cannot happen while the index is consistent; recover by re-sorting
+                    return None
+        if len(added) > _ONE_BY_ONE:
+            merged: list[str] = []
+            start = 0
+            for key in sorted(added, key=_pod_order):
+                at = bisect.bisect_left(order, _pod_order(key), lo=start, key=_pod_order)
+                merged += order[start:at]
+                merged.append(key)
+                start = at
+            merged += order[start:]
+            order = merged
+        else:
+            for key in added:
+                bisect.insort(order, key, key=_pod_order)
+        return order
 
     def pods_in_order(self, pods: Mapping[str, Pod]) -> tuple[Pod, ...]:
         if self.ordered is None:
+            if self.order is not None and (self.added or self.removed):
+                self.order = self._merge(self.order)
             if self.order is None:
+                self.added.clear()
+                self.removed.clear()
                 self.order = sorted(pods, key=_pod_order)
             self.ordered = tuple(map(pods.__getitem__, self.order))
         return self.ordered
