@@ -181,13 +181,14 @@ def _equal(
 
 
 def passed_names(raw: bytes, spans: NameSpans, passed: npt.NDArray[np.bool_]) -> bytes:
-    """The names of a compact NodeNames array where `passed`, as a JSON array in request order: slices
-    of `raw`, one per run of consecutive passing names."""
+    """The names of a compact NodeNames array where `passed`, as a JSON array in request order: the
+    request's own bytes, each name kept or dropped with the comma after it (one byte mask)."""
     if bool(passed.all()):
         return raw
     if not bool(passed.any()):
         return b"[]"
-    edges = np.diff(passed.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
-    first = spans.starts[np.flatnonzero(edges == 1)] - 1
-    last = spans.ends[np.flatnonzero(edges == -1) - 1] + 1
-    return b"[" + b",".join([raw[a:b] for a, b in zip(first.tolist(), last.tolist(), strict=True)]) + b"]"
+    # Name i owns its quoted bytes and the comma after it: from its opening quote to the next one's.
+    begins = spans.starts - 1
+    owned = np.diff(begins, append=len(raw) - 1)
+    kept = np.frombuffer(raw, dtype=np.uint8)[1:-1][np.repeat(passed, owned)].tobytes()
+    return b"[" + (kept[:-1] if kept.endswith(b",") else kept) + b"]"

@@ -257,7 +257,7 @@ class Extender:
             return self._filter(body)
 
     def _filter(self, body: bytes) -> bytes:
-        request, state, candidates = self._prepare(body)
+        request, state, candidates = self._prepare(body, seen=False)
         with state.lock:
             state.asked_about(request.pod)
             decision = filter_rows(request.pod, state.view, candidates.rows)
@@ -290,7 +290,7 @@ class Extender:
             return self._prioritize(body)
 
     def _prioritize(self, body: bytes) -> bytes:
-        request, state, candidates = self._prepare(body)
+        request, state, candidates = self._prepare(body, seen=True)
         with state.lock:
             state.asked_about(request.pod)
             node_scores = extender_scores(request.pod, state.view, candidates.rows)
@@ -364,9 +364,10 @@ class Extender:
             while len(self._recent_pods) > RECENT_PODS:
                 self._recent_pods.popitem(last=False)
 
-    def _prepare(self, body: bytes) -> tuple[Request, ClusterState, Candidates]:
+    def _prepare(self, body: bytes, *, seen: bool) -> tuple[Request, ClusterState, Candidates]:
         """The request decoded and its names as rows of the newest state, which it is then answered
-        from; no lock is taken: a state, once served, is only ever replaced."""
+        from; no lock is taken: a state, once served, is only ever replaced. `seen`: the names are
+        likely an answer of ours (prioritize after filter), so look them up first."""
         state = self._state
         if state is None:
             raise RequestError(self.not_ready() or "not ready", status=503)
@@ -375,7 +376,7 @@ class Extender:
         if names_raw is not None:
             # A NodeNames array the state has seen (typically the filter's answer, sent back to
             # prioritize), or one of names it knows as Go writes them, needs no decoding.
-            found = state.candidates(names_raw, None)
+            found = state.candidates(names_raw, None, seen=seen)
             if found is None:
                 found = state.candidates(names_raw, protocol.decode_names(names_raw))
             assert found is not None

@@ -9,7 +9,8 @@ interpreter only with the rebuild's current C call (at most a few ms: bulk passe
 sliced, `descheduler.podrows.SLICE`).
 
 The rebuild is never starved: it steps aside only while it has had at least `min_share` of the time
-since it started (requests back to back with no gap would otherwise stop it for good).
+since it started as CPU time of its own (requests back to back with no gap would otherwise stop it
+for good).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class RequestsFirst:
         self._quiet = threading.Event()
         self._quiet.set()
         self._started = 0.0
-        self._waited = 0.0
+        self._cpu_start = 0.0
         self.waits = 0  # how often a rebuild stepped aside (for tests and benchmarks)
 
     @property
@@ -68,7 +69,7 @@ class RequestsFirst:
     def yielding(self) -> Iterator[None]:
         """While inside, the calling thread waits for requests in flight at each Python or C call it makes."""
         previous = sys.getprofile()
-        self._started, self._waited = time.perf_counter(), 0.0
+        self._started, self._cpu_start = time.perf_counter(), time.thread_time()
         sys.setprofile(self._hook)
         try:
             yield
@@ -77,11 +78,11 @@ class RequestsFirst:
 
     def _hook(self, frame: FrameType, event: str, arg: Any) -> None:
         while self._in_flight:
+            # May wait while the CPU time the rebuild had is at least `min_share` of the time since it
+            # started (CPU, not time not waited: while it runs it still shares the GIL with requests).
             now = time.perf_counter()
-            # May wait while the time waited stays within (1 - min_share) of the time since the start.
-            allowed = (1 - self.min_share) * (now - self._started) - self._waited
-            if allowed <= 0:
+            behind = self.min_share * (now - self._started) - (time.thread_time() - self._cpu_start)
+            if behind >= 0:
                 return
             self.waits += 1
-            self._quiet.wait(min(allowed, MAX_WAIT))
-            self._waited += time.perf_counter() - now
+            self._quiet.wait(min(-behind / self.min_share if self.min_share else MAX_WAIT, MAX_WAIT))

@@ -252,3 +252,14 @@ def test_the_bulk_mapping_equals_a_dict_lookup_and_never_maps_an_unknown_name(
         assert located.rows.tolist() == [rows[n] for n in names]
     else:
         assert located is None
+
+
+def test_names_that_share_length_and_ends_with_a_remembered_answer_are_not_taken_for_it(extender: Extender) -> None:
+    """The remembered answers are keyed by length and ends; the middle is compared before one is used."""
+    pod = kube_pod("web-new")
+    first = ["cool-0"] * 8 + ["cool-1", "cool-2"] + ["cool-0"] * 8
+    second = ["cool-0"] * 8 + ["cool-2", "cool-1"] + ["cool-0"] * 8
+    assert len(compact(first)) == len(compact(second)) > 128
+    assert json.loads(extender.filter(extender_args(pod, first)))["NodeNames"] == first  # remembered
+    scores = json.loads(extender.prioritize(extender_args(pod, second)))
+    assert [h["Host"] for h in scores] == second
