@@ -26,6 +26,8 @@ from descheduler.scheduling.predicates import RESOLVABLE, Stage, for_scheduler
 from descheduler.scheduling.table import BoolArray, IntArray, NodeTable
 from descheduler.scheduling.view import ClusterView
 
+FEW_KEYS = 16  # distinct keys of one stage up to which they are grouped without sorting every row
+
 # A node that passed, refused because the pod owns an Available Reservation elsewhere.
 STEERED = define("SteeredToReservation", "the pod's Reservation {subject} holds room for it on node {node}")
 
@@ -78,9 +80,21 @@ class _Reasons:
         where = np.flatnonzero(stage.failed & (self.reason < 0))
         if not where.size:
             return
-        _, first, inverse = np.unique(stage.keys(where), return_index=True, return_inverse=True)
-        ids = np.array([self.id(stage.refusal(int(rows[where[i]]))) for i in first.tolist()], dtype=np.int64)
-        self.reason[where] = ids[inverse.reshape(-1)]
+        keys = stage.keys(where)
+        values = keys.tolist()
+        distinct = sorted(set(values))
+        if len(distinct) > FEW_KEYS:
+            _, first_at, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            ids = np.array([self.id(stage.refusal(int(rows[where[i]]))) for i in first_at.tolist()], dtype=np.int64)
+            self.reason[where] = ids[inverse.reshape(-1)]
+            return
+        # What np.unique gives (keys in sorted order, each with its first row), without its sorts:
+        # a stage's failed rows fall under a handful of keys.
+        ids = np.array([self.id(stage.refusal(int(rows[where[values.index(v)]]))) for v in distinct], dtype=np.int64)
+        if len(distinct) == 1:
+            self.reason[where] = ids[0]
+        else:
+            self.reason[where] = ids[np.searchsorted(np.array(distinct, dtype=keys.dtype), keys)]
 
     def decision(self, steered: int = -1) -> FilterDecision:
         return FilterDecision(self.reason, self.texts, self.refusals, self.unresolvable, steered)

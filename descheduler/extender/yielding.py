@@ -82,7 +82,7 @@ class RequestsFirst:
             # started (CPU, not time not waited: while it runs it still shares the GIL with requests).
             now = time.perf_counter()
             behind = self.min_share * (now - self._started) - (time.thread_time() - self._cpu_start)
-            if behind >= 0:
+            if behind > 0:
                 return
             self.waits += 1
             self._quiet.wait(min(-behind / self.min_share if self.min_share else MAX_WAIT, MAX_WAIT))
