@@ -3,8 +3,10 @@
     .venv/bin/python -m benchmarks.bench_cache [--nodes 5000] [--pods 150000] [--events 30000] [--runs 3]
     .venv/bin/python -m benchmarks.bench_cache --server      # also end to end through the fake API server
 
-Each measurement runs in a fresh subprocess so its peak RSS is its own. Targets (testing.md §4):
-decode ≤ 5 s and ≤ 1 GiB RSS for the whole process; ≥ 20,000 watch events/s applied.
+Each measurement runs in a fresh subprocess so its peak RSS is its own. Targets (testing.md §4,
+issue 15): decode ≤ 5 s and ≤ 1 GiB RSS for the whole process (≤ 15 s and ≤ 2 GiB at 15,000
+nodes / 450,000 pods); ≥ 50,000 watch events applied per second. On a shared machine read the
+CPU seconds: wall time doubles while another process runs.
 The pods are the ones `benchmarks.fake_apiserver_load` seeds, plus what the real API server adds
 to every object (uid, resourceVersion, creationTimestamp, managedFields), so the JSON has a
 realistic size (~3 KB a pod).
@@ -263,7 +265,7 @@ def main() -> int:
     print(
         f"apply {events[0]['events']} pod watch events: {_spread([r['events_per_second'] for r in events])} events/s "
         f"(per CPU second: {_spread([r['events_per_cpu_second'] for r in events])})"
-        "  [target ≥ 20,000/s]"
+        "  [target ≥ 50,000/s]"
     )
     print(
         f"cache.snapshot(): first (full sort) {_spread([r['first_snapshot_seconds'] for r in events])} s, "

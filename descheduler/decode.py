@@ -669,36 +669,37 @@ def _pod(
                 ready = True
     volumes = spec.volumes
     requests, limits, qos = resources
+    # By position (see Pod): tests/kube/test_listed_pod_decode.py checks this order against Pod's fields.
     return Pod(
-        namespace=meta.namespace or "default",
-        name=meta.name,
-        uid=meta.uid,
-        node_name=spec.node_name,
-        phase=status.phase or ("Running" if spec.node_name else "Pending"),
-        labels=meta.labels or {},
-        annotations=_keep(meta.annotations, _POD_ANNOTATIONS),
-        owner=owner,
-        requests=requests,
-        limits=limits,
-        priority=spec.priority,
-        priority_class_name=spec.priority_class_name,
-        preemption_policy=spec.preemption_policy or "",
-        scheduler_name=spec.scheduler_name,
-        qos=qos,
-        created=meta.creation_timestamp,
-        scheduled_at=scheduled_at,
-        deleting=meta.deletion_timestamp is not None,
-        ready=ready,
-        node_selector=spec.node_selector or {},
-        required_node_affinity=node_affinity,
-        anti_affinity=anti_affinity,
-        tolerations=tolerations,
-        has_local_storage=any(v.empty_dir is not None or v.host_path is not None for v in volumes)
+        meta.namespace or "default",  # namespace
+        meta.name,  # name
+        meta.uid,  # uid
+        spec.node_name,  # node_name
+        status.phase or ("Running" if spec.node_name else "Pending"),  # phase
+        meta.labels or {},  # labels
+        _keep(meta.annotations, _POD_ANNOTATIONS),  # annotations
+        owner,  # owner
+        requests,  # requests
+        limits,  # limits
+        spec.priority,  # priority
+        spec.priority_class_name,  # priority_class_name
+        spec.preemption_policy or "",  # preemption_policy
+        spec.scheduler_name,  # scheduler_name
+        qos,  # qos
+        meta.creation_timestamp,  # created
+        scheduled_at,  # scheduled_at
+        meta.deletion_timestamp is not None,  # deleting
+        ready,  # ready
+        spec.node_selector or {},  # node_selector
+        node_affinity,  # required_node_affinity
+        anti_affinity,  # anti_affinity
+        tolerations,  # tolerations
+        any(v.empty_dir is not None or v.host_path is not None for v in volumes)
         if volumes
-        else False,
-        has_pvc=any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in volumes)
+        else False,  # has_local_storage
+        any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in volumes)
         if volumes
-        else False,
+        else False,  # has_pvc
     )
 
 
@@ -714,6 +715,7 @@ _NULL = msgspec.Raw(b"null")
 _NO_CONTAINERS = msgspec.Raw(b"[]")
 _MEMO_LIMIT = 8192  # distinct texts remembered per part; past it a memo starts afresh
 _UNSEEN = object()
+_NO_AFFINITY: tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PodAffinityTerm, ...]] = (None, ())
 
 
 class Refit(Exception):
@@ -801,19 +803,32 @@ def pod_from_listed(raw: RawListedPod) -> Pod:
     if resources is None:
         containers = _typed(_CONTAINERS, spec.containers)
         init_containers = _typed(_INIT_CONTAINERS, spec.init_containers)
-    owner_key = bytes(meta.owner_references)
-    owner = _owner_memo.get(owner_key, _UNSEEN)
-    if owner is _UNSEEN:
-        owner = _remember(_owner_memo, owner_key, _controller_of(_typed(_OWNER_REFERENCES, meta.owner_references)))
-    tolerations_key = bytes(spec.tolerations)
-    tolerations = _tolerations_memo.get(tolerations_key)
-    if tolerations is None:
-        tolerations = _remember(
-            _tolerations_memo, tolerations_key, _tolerations(_typed(_TOLERATIONS, spec.tolerations))
-        )
-    affinity_key = bytes(spec.affinity)
-    affinity = _affinity_memo.get(affinity_key)
-    raw_affinity = _typed(_AFFINITY, spec.affinity) if affinity is None else None
+    # An absent part is the default object itself: no text to look up.
+    owner: OwnerRef | None = None
+    if meta.owner_references is not _NULL:
+        owner_key = bytes(meta.owner_references)
+        found = _owner_memo.get(owner_key, _UNSEEN)
+        if found is _UNSEEN:
+            references = _typed(_OWNER_REFERENCES, meta.owner_references)
+            owner = _remember(_owner_memo, owner_key, _controller_of(references))
+        else:
+            owner = found  # type: ignore[assignment]
+    tolerations: tuple[Toleration, ...] = ()
+    if spec.tolerations is not _NULL:
+        tolerations_key = bytes(spec.tolerations)
+        remembered = _tolerations_memo.get(tolerations_key)
+        if remembered is None:
+            raw_tolerations = _typed(_TOLERATIONS, spec.tolerations)
+            tolerations = _remember(_tolerations_memo, tolerations_key, _tolerations(raw_tolerations))
+        else:
+            tolerations = remembered
+    affinity = _NO_AFFINITY
+    raw_affinity = None
+    if spec.affinity is not _NULL:
+        affinity_key = bytes(spec.affinity)
+        affinity = _affinity_memo.get(affinity_key)  # type: ignore[assignment]
+        if affinity is None:
+            raw_affinity = _typed(_AFFINITY, spec.affinity)
     if resources is None:
         resources = _resources_of(containers or [], init_containers, overhead)
         if not overhead:
@@ -821,7 +836,7 @@ def pod_from_listed(raw: RawListedPod) -> Pod:
     if affinity is None:
         node_affinity = _node_affinity(raw_affinity)
         affinity = _remember(_affinity_memo, affinity_key, (node_affinity, _anti_affinity(raw_affinity)))
-    return _pod(meta, spec, raw.status, resources, owner, affinity[0], affinity[1], tolerations)  # type: ignore[arg-type]
+    return _pod(meta, spec, raw.status, resources, owner, affinity[0], affinity[1], tolerations)
 
 
 # --- nodes and the rest ---------------------------------------------------------------------

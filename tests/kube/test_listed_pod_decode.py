@@ -4,6 +4,7 @@ JSON: good or bad, first seen or seen before, in a list page or a watch event.""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -11,11 +12,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
+from descheduler import decode
 from descheduler.kube import PODS
 from descheduler.kube.client import KubeClient
 from descheduler.kube.kinds import KINDS
 from descheduler.kube.listing import Listed, add_page, decode_object, decode_page
 from descheduler.kube.reflector import Reflector
+from descheduler.model import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    OwnerRef,
+    Pod,
+    PodAffinityTerm,
+    Toleration,
+)
+from descheduler.resources import Resources
 
 KIND = KINDS[PODS]
 ABSENT = object()  # a key left out of its object
@@ -271,3 +282,78 @@ def test_pods_of_one_workload_share_their_decoded_parts() -> None:
     first, second = listed_page(objects).records.values()
     assert first.owner is second.owner
     assert first.requests is second.requests and first.limits is second.limits
+
+
+def test_every_field_of_a_pod_is_decoded_into_its_own_place() -> None:
+    # The decoder passes Pod's fields by position: every field here differs from its default and
+    # from the others of its type, so two swapped places cannot go unnoticed.
+    scheduled = "2024-05-01T10:00:05Z"
+    obj = {
+        "metadata": {
+            "name": "web-1",
+            "namespace": "team",
+            "uid": "p1",
+            "labels": {"app": "web"},
+            "annotations": {"kubernetes.io/config.mirror": "m", "other": "dropped"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": "u1", "controller": True}],
+            "creationTimestamp": "2024-05-01T10:00:00Z",
+            "deletionTimestamp": "2024-05-01T11:00:00Z",
+        },
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "250m"}, "limits": {"cpu": "1"}}}],
+            "priority": 7,
+            "priorityClassName": "high",
+            "preemptionPolicy": "Never",
+            "schedulerName": "custom",
+            "nodeSelector": {"disk": "ssd"},
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]
+                    }
+                },
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone"}]},
+            },
+            "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+            "volumes": [{"name": "v", "emptyDir": {}}, {"name": "c", "persistentVolumeClaim": {"claimName": "x"}}],
+        },
+        "status": {
+            "phase": "Failed",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled},
+                {"type": "Ready", "status": "True"},
+            ],
+        },
+    }
+    want = Pod(
+        namespace="team",
+        name="web-1",
+        uid="p1",
+        node_name="n1",
+        phase="Failed",
+        labels={"app": "web"},
+        annotations={"kubernetes.io/config.mirror": "m"},
+        owner=OwnerRef(kind="ReplicaSet", name="web", uid="u1", controller=True),
+        requests=Resources({"cpu": 250}),
+        limits=Resources({"cpu": 1000}),
+        priority=7,
+        priority_class_name="high",
+        preemption_policy="Never",
+        scheduler_name="custom",
+        qos="Burstable",
+        created=datetime(2024, 5, 1, 10, 0, tzinfo=UTC),
+        scheduled_at=datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC),
+        deleting=True,
+        ready=True,
+        node_selector={"disk": "ssd"},
+        required_node_affinity=(
+            NodeSelectorTerm(match_expressions=(NodeSelectorRequirement(key="zone", operator="Exists"),)),
+        ),
+        anti_affinity=(PodAffinityTerm(label_selector=None, topology_key="zone"),),
+        tolerations=(Toleration(key="k", operator="Exists", effect="NoSchedule"),),
+        has_local_storage=True,
+        has_pvc=True,
+    )
+    assert decode.pod_from_raw(decode.convert(obj, decode.RawPod)) == want
+    assert listed_page([obj]).records == {"team/web-1": want}
