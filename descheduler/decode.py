@@ -433,7 +433,7 @@ def _controller_of(references: list[RawOwnerReference] | None) -> OwnerRef | Non
 
 
 def _keep(annotations: dict[str, str] | None, keys: frozenset[str]) -> dict[str, str]:
-    if not annotations:
+    if not annotations or keys.isdisjoint(annotations):  # most pods: none kept (a C-level check)
         return {}
     return {k: v for k, v in annotations.items() if k in keys}
 

@@ -562,14 +562,15 @@ class ClusterCache:
                 store[key] = record
             if name == PODS:
                 self._pods.change(key, old, record)
-                self._rows.touch(key)
-                if len(self._rows.dirty) > 2 * len(store) + 10_000:
+                dirty = self._rows.dirty  # self._rows.touch(key), inlined: this runs for every pod event
+                dirty.add(key)
+                if len(dirty) > 2 * len(store) + 10_000:
                     self._rows.sync(store)  # bound what a cache that is never snapshotted remembers
             elif name == NODES:
                 self._nodes_sorted = None
             if old is None or record is None:  # a MODIFIED event leaves the count as it was
                 self._gauges[name].set(len(store))
-            listeners = self._listeners_for(name)
+            listeners = self._listeners[name]
         if problem is not None:
             log.warning("object cannot be read; ignored", resource=name, key=key, error=problem)
         if listeners:
