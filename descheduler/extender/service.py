@@ -35,7 +35,7 @@ from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
 from descheduler.extender.decisions import extender_scores, filter_rows
 from descheduler.extender.names import passed_names
-from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY, ExtenderBindingResult, Request, RequestError
+from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationWriter
 from descheduler.extender.sources import ClusterSource
 from descheduler.extender.state import AssumedPods, Candidates, ClusterState, apply_reservation
@@ -294,15 +294,19 @@ class Extender:
         with state.lock:
             state.asked_about(request.pod)
             node_scores = extender_scores(request.pod, state.view, candidates.rows)
-        pieces = state.hosts.take(candidates.rows * (MAX_EXTENDER_PRIORITY + 1) + node_scores)
+        # Each HostPriority as two pre-encoded pieces, the host's and the score's: no bytes built per node.
+        pieces = np.empty(2 * candidates.size, dtype=object)
         if candidates.unknown:
-            merged = np.empty(candidates.size, dtype=object)
             assert candidates.positions is not None
-            merged[candidates.positions] = pieces
+            hosts, scored = pieces[0::2], pieces[1::2]
+            hosts[candidates.positions] = state.hosts.take(candidates.rows)
+            scored[candidates.positions] = state.scored.take(node_scores)
             for position, quoted in candidates.unknown:
-                merged[position] = b'{"Host":' + quoted + b',"Score":0}'
-            pieces = merged
-        return b"[" + b",".join(pieces.tolist()) + b"]"
+                hosts[position], scored[position] = b'{"Host":' + quoted + b',"Score":', state.scored[0]
+        else:
+            pieces[0::2] = state.hosts.take(candidates.rows)
+            pieces[1::2] = state.scored.take(node_scores)
+        return b"[" + b"".join(pieces.tolist())[:-1] + b"]" if candidates.size else b"[]"
 
     def bind(self, body: bytes) -> bytes:
         """An ExtenderBindingArgs body in, an ExtenderBindingResult body out: the pod's Reservation is

@@ -65,13 +65,12 @@ class ClusterState:
         self.names = names if names is not None and same else NameIndex(table.names)
         self._cache_lock = threading.Lock()
         quoted = [msgspec.json.encode(name) for name in table.names]
-        # `"name"` for NodeNames, `,"name":` for a FailedNodes entry, a whole HostPriority per score.
+        # `"name"` for NodeNames, `,"name":` for a FailedNodes entry, a HostPriority up to its score;
+        # then each score with the end of its HostPriority and the comma after it.
         self.quoted: ObjectArray = _objects(quoted)
         self.keyed: ObjectArray = _objects([b"," + q + b":" for q in quoted])
-        scores = [str(s).encode() + b"}" for s in range(MAX_EXTENDER_PRIORITY + 1)]
-        self.hosts: ObjectArray = _objects(
-            [b'{"Host":' + q + b',"Score":' + s for q in quoted for s in scores]
-        ).reshape(len(quoted), len(scores))
+        self.hosts: ObjectArray = _objects([b'{"Host":' + q + b',"Score":' for q in quoted])
+        self.scored: ObjectArray = _objects([str(s).encode() + b"}," for s in range(MAX_EXTENDER_PRIORITY + 1)])
         self._candidates: OrderedDict[tuple[int, bytes, bytes], tuple[bytes, Candidates]] = OrderedDict()
         self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
 
