@@ -102,6 +102,11 @@ def _handler(owner: ExtenderServer) -> type[BaseHTTPRequestHandler]:
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_POST(self) -> None:
+            # A state rebuild steps aside for the whole request, reading and writing included.
+            with extender.requests_first.serving():
+                self._post()
+
+        def _post(self) -> None:
             started = time.perf_counter()
             verb = self.path.split("?", 1)[0].rstrip("/").rpartition("/")[2]
             answer = verbs.get(verb)
