@@ -389,25 +389,21 @@ def load_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -
     load = table.load_of(pod)
     base = view.estimated
     aggregated = view.aggregated
-    thresholds = table.thresholds
     credit = [(table.index[r.node_name], table.reservation_estimate(r)) for r in owned]
     if credit:
         base, aggregated = base.copy(), aggregated.copy()
         for row, estimate in credit:
             base[row] -= estimate
             aggregated[row] -= estimate
+    limits = _load_limits(table, load.prod)
     if args.aggregated is not None:
-        rows = table.has_aggregated
-        base = np.where(rows[:, None], aggregated, base)
-        thresholds = np.where(rows[:, None], table.aggregated_thresholds, thresholds)
-        basis[rows] = LOAD_AGGREGATED
-    if load.prod:
-        prod_rows = any_column(table.prod_thresholds > 0)
-        base = np.where(prod_rows[:, None], view.prod_estimated, base)
-        thresholds = np.where(prod_rows[:, None], table.prod_thresholds, thresholds)
-        basis[prod_rows] = LOAD_PROD
+        base = np.where(table.has_aggregated[:, None], aggregated, base)
+    if limits.prod_rows is not None:
+        base = np.where(limits.prod_rows[:, None], view.prod_estimated, base)
+    basis, thresholds = limits.basis.copy(), limits.thresholds
     after = base + load.estimate
-    over = over_thresholds(after, table.alloc, thresholds)
+    # over_thresholds(after, table.alloc, thresholds), its node-only parts computed once per table.
+    over: BoolArray = limits.checked & (after * 100 > limits.cap)
     any_over = any_column(over)
     reject: BoolArray = np.asarray(any_over & (table.metric != METRIC_NONE))
     expired = np.zeros(n, dtype=np.bool_)
@@ -421,6 +417,40 @@ def load_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -
             reject = stale.copy()
         reject |= np.asarray(any_over & (table.metric == METRIC_FRESH))
     return LoadCheck(over, after, thresholds, basis, expired, ~reject)
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadLimits:
+    """What the load filter compares a node's estimated usage with, for pods of one class (prod or
+    not): it depends on the node arrays only, so a table computes it once (`NodeTable.derived`)."""
+
+    thresholds: FloatArray  # nodes × resources: the percent each node is checked against
+    basis: npt.NDArray[np.int8]  # per node: LOAD_INSTANT, LOAD_AGGREGATED or LOAD_PROD
+    prod_rows: BoolArray | None  # nodes checked on prod usage (None: not a prod pod)
+    checked: BoolArray  # nodes × resources: a threshold above 0 on a resource the node has
+    cap: FloatArray  # thresholds × alloc: usage × 100 above it is over
+
+
+def _load_limits(table: NodeTable, prod: bool) -> _LoadLimits:
+    key = ("load limits", prod)
+    found: _LoadLimits | None = table.derived.get(key)
+    if found is not None:
+        return found
+    basis = np.zeros(table.size, dtype=np.int8)
+    thresholds = table.thresholds
+    if table.args.aggregated is not None:
+        rows = table.has_aggregated
+        thresholds = np.where(rows[:, None], table.aggregated_thresholds, thresholds)
+        basis[rows] = LOAD_AGGREGATED
+    prod_rows = None
+    if prod:
+        prod_rows = any_column(table.prod_thresholds > 0)
+        thresholds = np.where(prod_rows[:, None], table.prod_thresholds, thresholds)
+        basis[prod_rows] = LOAD_PROD
+    checked: BoolArray = (thresholds > 0) & (table.alloc > 0)
+    found = _LoadLimits(thresholds, basis, prod_rows, checked, thresholds * table.alloc)
+    table.derived[key] = found
+    return found
 
 
 def load_mask(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> BoolArray:

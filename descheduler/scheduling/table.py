@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -131,6 +131,8 @@ class NodeTable:
     leaving: set[str] = field(default_factory=set)
     _labels: dict[str, dict[str, list[int]]] | None = None
     _running: frozenset[str] | None = None
+    # Arrays derived from the node arrays alone (never from a view), computed once per table.
+    derived: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def size(self) -> int:
