@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, TypeVar
 
 import msgspec
@@ -705,14 +706,14 @@ def _pod(
 
 # --- pods as the cache lists and watches them ----------------------------------------------
 #
-# The pods of one workload share their containers, owner, tolerations and affinity. The cache's
-# shape keeps those parts as raw JSON text, and each is decoded once per distinct text, not once
-# per pod: the records for a text are remembered (the memos below). Any part that does not fit
+# The pods of one workload share their containers' resources, owner, tolerations and affinity
+# (not their containers as a whole: each mounts its own service-account token volume). The
+# cache's shape keeps those parts as raw JSON text, and each is decoded once per distinct text,
+# not once per pod: the records for a text are remembered (the memos below). Any part that does not fit
 # its typed shape raises `Refit`, and the caller decodes the object again as a `RawPod`, so a bad
 # object is named exactly as `pod_from_raw` names it.
 
 _NULL = msgspec.Raw(b"null")
-_NO_CONTAINERS = msgspec.Raw(b"[]")
 _MEMO_LIMIT = 8192  # distinct texts remembered per part; past it a memo starts afresh
 _UNSEEN = object()
 _NO_AFFINITY: tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PodAffinityTerm, ...]] = (None, ())
@@ -737,12 +738,20 @@ class RawListedPodMeta(_Raw):
     resource_version: str = ""
 
 
+class RawListedContainer(_Raw):
+    """RawContainer with its resources as raw text."""
+
+    name: str = ""
+    resources: msgspec.Raw = _NULL
+    restart_policy: str | None = None
+
+
 class RawListedPodSpec(_Raw):
-    """RawPodSpec with containers, initContainers, affinity and tolerations as raw text."""
+    """RawPodSpec with the containers' resources, affinity and tolerations as raw text."""
 
     node_name: str = ""
-    containers: msgspec.Raw = _NO_CONTAINERS
-    init_containers: msgspec.Raw = _NULL
+    containers: list[RawListedContainer] = []
+    init_containers: list[RawListedContainer] | None = None
     overhead: ResourceList | None = None
     priority: int | None = None
     priority_class_name: str = ""
@@ -762,8 +771,8 @@ class RawListedPod(_Raw):
     status: RawPodStatus = msgspec.field(default_factory=RawPodStatus)
 
 
-_CONTAINERS = msgspec.json.Decoder(list[RawContainer])
-_INIT_CONTAINERS = msgspec.json.Decoder(list[RawContainer] | None)
+_RESOURCES = msgspec.json.Decoder(RawResourceRequirements | None)
+_RESOURCES_TEXT = attrgetter("resources")
 _OWNER_REFERENCES = msgspec.json.Decoder(list[RawOwnerReference] | None)
 _AFFINITY = msgspec.json.Decoder(RawAffinity | None)
 _TOLERATIONS = msgspec.json.Decoder(list[RawToleration] | None)
@@ -788,21 +797,32 @@ def _remember(memo: dict[Any, T], key: Any, value: T) -> T:
     return value
 
 
+def _container(listed: RawListedContainer) -> RawContainer:
+    return RawContainer(
+        name=listed.name, resources=_typed(_RESOURCES, listed.resources), restart_policy=listed.restart_policy
+    )
+
+
 def pod_from_listed(raw: RawListedPod) -> Pod:
     """`pod_from_raw` of the same object, in the cache's shape; raises Refit when a raw part does not fit."""
     meta, spec = raw.metadata, raw.spec
     # First every raw part is read (a part that does not fit must win over a DecodeError, as in
     # `RawPod`, whose typed decode comes first); then what may raise DecodeError, in pod_from_raw's order.
-    containers = init_containers = None
+    containers: list[RawContainer] = []
+    init_containers: list[RawContainer] | None = None
     overhead = spec.overhead
-    if spec.init_containers is _NULL:
-        resources_key: Any = bytes(spec.containers)
+    listed, listed_init = spec.containers, spec.init_containers
+    if len(listed) == 1 and listed_init is None:  # most pods
+        resources_key: Any = bytes(listed[0].resources)
     else:
-        resources_key = (bytes(spec.containers), bytes(spec.init_containers))
+        resources_key = (
+            tuple(map(bytes, map(_RESOURCES_TEXT, listed))),
+            None if listed_init is None else tuple((bytes(c.resources), c.restart_policy) for c in listed_init),
+        )
     resources = None if overhead else _resources_memo.get(resources_key)
     if resources is None:
-        containers = _typed(_CONTAINERS, spec.containers)
-        init_containers = _typed(_INIT_CONTAINERS, spec.init_containers)
+        containers = [_container(c) for c in listed]
+        init_containers = None if listed_init is None else [_container(c) for c in listed_init]
     # An absent part is the default object itself: no text to look up.
     owner: OwnerRef | None = None
     if meta.owner_references is not _NULL:
@@ -830,7 +850,7 @@ def pod_from_listed(raw: RawListedPod) -> Pod:
         if affinity is None:
             raw_affinity = _typed(_AFFINITY, spec.affinity)
     if resources is None:
-        resources = _resources_of(containers or [], init_containers, overhead)
+        resources = _resources_of(containers, init_containers, overhead)
         if not overhead:
             _remember(_resources_memo, resources_key, resources)
     if affinity is None:

@@ -357,3 +357,20 @@ def test_every_field_of_a_pod_is_decoded_into_its_own_place() -> None:
     )
     assert decode.pod_from_raw(decode.convert(obj, decode.RawPod)) == want
     assert listed_page([obj]).records == {"team/web-1": want}
+
+
+def test_a_sidecar_and_an_init_container_of_equal_resources_are_told_apart() -> None:
+    # Remembered by their resources' text, init containers are also told by their restartPolicy.
+    main = [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]
+    init = {"name": "init", "resources": {"requests": {"cpu": "500m"}}}
+    objects = [
+        {"metadata": {"name": "plain", "namespace": "team"}, "spec": {"containers": main, "initContainers": [init]}},
+        {
+            "metadata": {"name": "sidecar", "namespace": "team"},
+            "spec": {"containers": main, "initContainers": [{**init, "restartPolicy": "Always"}]},
+        },
+    ]
+    records = listed_page(objects).records
+    assert records == reference(objects).records
+    assert records["team/plain"].requests == Resources({"cpu": 1000})
+    assert records["team/sidecar"].requests == Resources({"cpu": 1500})
