@@ -668,7 +668,12 @@ def _pod(
                 scheduled_at = cond.last_transition_time
             elif cond.type == "Ready":
                 ready = True
-    volumes = spec.volumes
+    local_storage = pvc = False
+    for volume in spec.volumes or ():  # one loop, not two any() generators: most pods have a volume
+        if volume.empty_dir is not None or volume.host_path is not None:
+            local_storage = True
+        if volume.persistent_volume_claim is not None or volume.ephemeral is not None:
+            pvc = True
     requests, limits, qos = resources
     # By position (see Pod): tests/kube/test_listed_pod_decode.py checks this order against Pod's fields.
     return Pod(
@@ -695,12 +700,8 @@ def _pod(
         node_affinity,  # required_node_affinity
         anti_affinity,  # anti_affinity
         tolerations,  # tolerations
-        any(v.empty_dir is not None or v.host_path is not None for v in volumes)
-        if volumes
-        else False,  # has_local_storage
-        any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in volumes)
-        if volumes
-        else False,  # has_pvc
+        local_storage,  # has_local_storage
+        pvc,  # has_pvc
     )
 
 
