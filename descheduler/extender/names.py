@@ -31,6 +31,7 @@ MAX_WIDTH = 256  # bytes; a longer name (Kubernetes allows 253) is only found by
 _QUOTE, _COMMA = ord('"'), ord(",")
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so each step of the hash is a bijection
 _SHIFT = np.uint64(29)
+_MIXER = np.uint64(0xFF51AFD7ED558CCD)
 _WORD = np.dtype("<u8")
 
 
@@ -163,12 +164,19 @@ def _keys(raw: bytes, starts: IntArray, lengths: IntArray, heads: int) -> list[W
 
 
 def _hash(keys: list[WordArray]) -> WordArray:
-    """A 64-bit hash of each row of keys (multiply and xor-shift; wrapping arithmetic)."""
-    out = np.zeros(keys[0].shape[0], dtype=np.uint64)
-    for column in keys:
+    """A 64-bit hash of each row of keys but the length (rows of equal words and other lengths are
+    told apart by the comparison), multiply and xor-shift with wrapping arithmetic: the words are
+    mixed into the low bits too, which pick a name's second slot."""
+    words = keys[1:]
+    out = words[0] * _MULTIPLIER
+    for column in words[1:]:
         out ^= column
         out *= _MULTIPLIER
-        out ^= out >> _SHIFT
+    # A finaliser (MurmurHash3's), so both ends of the hash depend on every byte: the high bits pick
+    # a name's first slot, the low bits its second.
+    out ^= out >> np.uint64(33)
+    out *= _MIXER
+    out ^= out >> _SHIFT
     return out
 
 

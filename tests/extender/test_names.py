@@ -263,3 +263,14 @@ def test_names_that_share_length_and_ends_with_a_remembered_answer_are_not_taken
     assert json.loads(extender.filter(extender_args(pod, first)))["NodeNames"] == first  # remembered
     scores = json.loads(extender.prioritize(extender_args(pod, second)))
     assert [h["Host"] for h in scores] == second
+
+
+@pytest.mark.parametrize("pattern", ["node-{:05d}", "ip-10-0-{}-7.ec2.internal", "{}", "gke-pool-a-{:08x}"])
+def test_numbered_names_spread_over_the_table_without_growing_it(pattern: str) -> None:
+    """Names that differ in a few bytes must not crowd into the same slots: the table stays a quarter full."""
+    names = [pattern.format(i) for i in range(5000)]
+    index = NameIndex(names)
+    assert index.slot_row.size <= 4 * 8192
+    raw = compact(names[::-1])
+    located = index.locate(raw)
+    assert located is not None and located.rows.tolist() == list(range(4999, -1, -1))
