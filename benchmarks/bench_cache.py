@@ -9,7 +9,7 @@ nodes / 450,000 pods); ≥ 50,000 watch events applied per second. On a shared m
 CPU seconds: wall time doubles while another process runs.
 The pods are the ones `benchmarks.fake_apiserver_load` seeds, plus what the real API server adds
 to every object (uid, resourceVersion, creationTimestamp, managedFields), so the JSON has a
-realistic size (~3 KB a pod).
+realistic size (~1.7 KB a pod: 243 MiB for 5,000 nodes and 150,000 pods).
 """
 
 from __future__ import annotations
