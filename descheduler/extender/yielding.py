@@ -10,7 +10,8 @@ sliced, `descheduler.podrows.SLICE`).
 
 The rebuild is never starved: it steps aside only while it has had at least `min_share` of the time
 since it started as CPU time of its own (requests back to back with no gap would otherwise stop it
-for good).
+for good), and only after its first `grace` of CPU time: a rebuild that short (a small cluster) stalls
+a request no longer than a request of its own size would, and finishes at once.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-MIN_SHARE = 0.3  # of the time since it started, the share a rebuild keeps however busy the requests
+MIN_SHARE = 0.4  # of the time since it started, the share a rebuild keeps however busy the requests
+GRACE = 0.05  # CPU seconds a rebuild runs before it starts stepping aside: a short one just finishes
 MAX_WAIT = 0.05  # seconds between checks of that share while waiting
 CHECK_EVERY = 0.0002  # seconds between two looks at the share while running
 
@@ -31,8 +33,9 @@ CHECK_EVERY = 0.0002  # seconds between two looks at the share while running
 class RequestsFirst:
     """Counts requests in flight (`serving`); `yielding` makes the current thread step aside for them."""
 
-    def __init__(self, min_share: float = MIN_SHARE) -> None:
+    def __init__(self, min_share: float = MIN_SHARE, grace: float = GRACE) -> None:
         self.min_share = min_share
+        self.grace = grace
         self._lock = threading.Lock()
         self._in_flight = 0
         self._quiet = threading.Event()
@@ -91,8 +94,9 @@ class RequestsFirst:
             # May wait while the CPU time the rebuild had is at least `min_share` of the time since it
             # started (CPU, not time not waited: while it runs it still shares the GIL with requests).
             now = time.perf_counter()
-            behind = self.min_share * (now - self._started) - (time.thread_time() - self._cpu_start)
-            if behind > 0:
+            ran = time.thread_time() - self._cpu_start
+            behind = self.min_share * (now - self._started) - ran
+            if behind > 0 or ran < self.grace:
                 return
             self.waits += 1
             self._quiet.wait(min(-behind / self.min_share if self.min_share else MAX_WAIT, MAX_WAIT))

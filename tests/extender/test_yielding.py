@@ -25,7 +25,7 @@ def _start(gate: RequestsFirst, calls: int) -> tuple[list[int], threading.Event]
 
 
 def test_a_rebuild_waits_while_a_request_is_in_flight_and_resumes_when_it_ends() -> None:
-    gate = RequestsFirst(min_share=0.0)
+    gate = RequestsFirst(min_share=0.0, grace=0.0)
     gate.enter()
     progress, done = _start(gate, 1000)
     time.sleep(0.3)
@@ -38,11 +38,22 @@ def test_a_rebuild_waits_while_a_request_is_in_flight_and_resumes_when_it_ends()
 
 
 def test_a_rebuild_keeps_its_share_when_requests_never_stop() -> None:
-    gate = RequestsFirst(min_share=0.5)
+    gate = RequestsFirst(min_share=0.5, grace=0.0)
     gate.enter()  # a request that never ends
     try:
         _, done = _start(gate, 200)
         assert done.wait(10)
+    finally:
+        gate.leave()
+
+
+def test_a_short_rebuild_finishes_without_stepping_aside() -> None:
+    gate = RequestsFirst(min_share=0.0, grace=10.0)
+    gate.enter()
+    try:
+        _, done = _start(gate, 1000)
+        assert done.wait(10)
+        assert gate.waits == 0
     finally:
         gate.leave()
 
