@@ -16,7 +16,7 @@ from descheduler import decode
 from descheduler.kube import PODS
 from descheduler.kube.client import KubeClient
 from descheduler.kube.kinds import KINDS
-from descheduler.kube.listing import Listed, add_page, decode_object, decode_page
+from descheduler.kube.listing import Listed, add_page, decode_object, decode_page, records_of
 from descheduler.kube.reflector import Reflector
 from descheduler.model import (
     NodeSelectorRequirement,
@@ -192,14 +192,7 @@ def pod_objects(draw: st.DrawFn) -> dict[str, Any]:
 
 def reference(objects: list[dict[str, Any]]) -> Listed:
     """What the full shape makes of each object on its own (`decode_object`: RawPod + pod_from_raw)."""
-    listed = Listed()
-    for obj in objects:
-        key, record, problem = decode_object(KIND, msgspec.json.encode(obj))
-        if problem is not None:
-            listed.problems[key] = problem
-        else:
-            listed.records[key] = record
-    return listed
+    return records_of(KIND, objects)
 
 
 def listed_page(objects: list[dict[str, Any]]) -> Listed:
