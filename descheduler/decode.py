@@ -89,17 +89,22 @@ class RawOwnerReference(_Raw):
     controller: bool | None = None
 
 
-class RawObjectMeta(_Raw):
+class RawMetaFields(_Raw):
+    """The metadata both pod shapes (`RawPod`, `RawListedPod`) read alike."""
+
     name: str = ""
     namespace: str = ""
     uid: str = ""
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
-    owner_references: list[RawOwnerReference] | None = None
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
     generation: int = 0
     resource_version: str = ""
+
+
+class RawObjectMeta(RawMetaFields):
+    owner_references: list[RawOwnerReference] | None = None
 
 
 class RawResourceRequirements(_Raw):
@@ -163,19 +168,24 @@ class RawVolume(_Raw):
     ephemeral: dict[str, Any] | None = None
 
 
-class RawPodSpec(_Raw):
+class RawSpecFields(_Raw):
+    """The pod spec both pod shapes (`RawPod`, `RawListedPod`) read alike."""
+
     node_name: str = ""
-    containers: list[RawContainer] = []
-    init_containers: list[RawContainer] | None = None
     overhead: ResourceList | None = None
     priority: int | None = None
     priority_class_name: str = ""
     preemption_policy: str | None = None
     scheduler_name: str = ""
     node_selector: dict[str, str] | None = None
+    volumes: list[RawVolume] | None = None
+
+
+class RawPodSpec(RawSpecFields):
+    containers: list[RawContainer] = []
+    init_containers: list[RawContainer] | None = None
     affinity: RawAffinity | None = None
     tolerations: list[RawToleration] | None = None
-    volumes: list[RawVolume] | None = None
 
 
 class RawCondition(_Raw):
@@ -650,8 +660,8 @@ def pod_from_raw(raw: RawPod) -> Pod:
 
 
 def _pod(
-    meta: RawObjectMeta | RawListedPodMeta,
-    spec: RawPodSpec | RawListedPodSpec,
+    meta: RawMetaFields,
+    spec: RawSpecFields,
     status: RawPodStatus,
     resources: tuple[Resources, Resources, QoSClass],
     owner: OwnerRef | None,
@@ -724,19 +734,10 @@ class Refit(Exception):
     """The object does not fit the cache's fast shape: decode it as the kind's full raw shape."""
 
 
-class RawListedPodMeta(_Raw):
+class RawListedPodMeta(RawMetaFields):
     """RawObjectMeta with ownerReferences as raw text."""
 
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
     owner_references: msgspec.Raw = _NULL
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
-    generation: int = 0
-    resource_version: str = ""
 
 
 class RawListedContainer(_Raw):
@@ -747,21 +748,13 @@ class RawListedContainer(_Raw):
     restart_policy: str | None = None
 
 
-class RawListedPodSpec(_Raw):
+class RawListedPodSpec(RawSpecFields):
     """RawPodSpec with the containers' resources, affinity and tolerations as raw text."""
 
-    node_name: str = ""
     containers: list[RawListedContainer] = []
     init_containers: list[RawListedContainer] | None = None
-    overhead: ResourceList | None = None
-    priority: int | None = None
-    priority_class_name: str = ""
-    preemption_policy: str | None = None
-    scheduler_name: str = ""
-    node_selector: dict[str, str] | None = None
     affinity: msgspec.Raw = _NULL
     tolerations: msgspec.Raw = _NULL
-    volumes: list[RawVolume] | None = None
 
 
 class RawListedPod(_Raw):
