@@ -79,6 +79,8 @@ class LeaderElector:
         self._observed: tuple[str, str, int] | None = None  # holder, renewTime, transitions
         self._observed_at = 0.0
         self._resource_version: str | None = None
+        self._last_renew = 0.0
+        self.lost = False  # leadership was held and lost
 
     @property
     def is_leader(self) -> bool:
@@ -91,30 +93,50 @@ class LeaderElector:
         should then exit: Kubernetes restarts the pod as a fresh candidate)."""
         cfg = self.config
         while not stop.is_set():
-            if self._try_acquire_or_renew():
+            if self.step():
                 break
             stop.wait(cfg.retry_period)
         if stop.is_set():
             return
-        self._leader.set()
-        metrics.LEADER.set(1)
-        log.info("became leader", lease=f"{cfg.namespace}/{cfg.name}", identity=cfg.identity)
-        self._on_started()
-        last_renew = self._monotonic()
         try:
             while not stop.wait(cfg.retry_period):
-                if self._try_acquire_or_renew():
-                    last_renew = self._monotonic()
-                elif self._monotonic() - last_renew > cfg.renew_deadline or not self._holds():
-                    log.error("lost the leader lease", lease=f"{cfg.namespace}/{cfg.name}", identity=cfg.identity)
+                if not self.step():
                     return
         finally:
             # Stop the work first, then release: the next leader must not start while this one acts.
-            self._leader.clear()
-            metrics.LEADER.set(0)
-            self._on_stopped()
+            if self.is_leader:
+                self._stop_leading()
             if stop.is_set():
                 self.release()
+
+    def step(self) -> bool:
+        """One round, at the current time of the elector's clocks: acquire (as a candidate) or renew
+        (as the leader); returns whether this replica leads after it. `run` calls it every retry
+        period; a driver with a clock of its own (the soak run's simulated time) may call it instead.
+        Once leadership is lost, `on_stopped` has run and the replica stays a follower: a lost
+        leader should exit rather than compete again."""
+        cfg = self.config
+        if not self.is_leader:
+            if self.lost or not self._try_acquire_or_renew():
+                return False
+            self._last_renew = self._monotonic()
+            self._leader.set()
+            metrics.LEADER.set(1)
+            log.info("became leader", lease=f"{cfg.namespace}/{cfg.name}", identity=cfg.identity)
+            self._on_started()
+            return True
+        if self._try_acquire_or_renew():
+            self._last_renew = self._monotonic()
+        elif self._monotonic() - self._last_renew > cfg.renew_deadline or not self._holds():
+            log.error("lost the leader lease", lease=f"{cfg.namespace}/{cfg.name}", identity=cfg.identity)
+            self.lost = True
+            self._stop_leading()
+        return self.is_leader
+
+    def _stop_leading(self) -> None:
+        self._leader.clear()
+        metrics.LEADER.set(0)
+        self._on_stopped()
 
     # ---------------------------------------------------------------- one attempt
 

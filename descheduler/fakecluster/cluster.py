@@ -26,6 +26,7 @@ from descheduler.fakecluster.scheduler import Scheduler
 from descheduler.fakecluster.workloads import (
     DeploymentController,
     GarbageCollector,
+    PodGarbageCollector,
     ReplicaSetController,
     StatefulSetController,
 )
@@ -71,6 +72,7 @@ class SimulatedCluster:
         self.replicasets = ReplicaSetController(self.store, random.Random(scenario.seed))
         self.statefulsets = StatefulSetController(self.store)
         self.garbage_collector = GarbageCollector(self.store)
+        self.pod_gc = PodGarbageCollector(self.store)
         self.scheduler = Scheduler(self.store)
         self.kubelet = Kubelet(
             self.store,
@@ -107,6 +109,7 @@ class SimulatedCluster:
             self.replicasets,
             self.statefulsets,
             self.garbage_collector,
+            self.pod_gc,
             self.scheduler,
             self.kubelet,
             self.disruption,

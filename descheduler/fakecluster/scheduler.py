@@ -207,7 +207,7 @@ class Scheduler:
 
     def step(self, now: float) -> list[Binding]:
         if self.extender is None:
-            self._renew_lease(now)
+            self.renew_lease(now)
             self._acknowledge()
         raw_pending = {
             f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in self._pending(self.store.list("pods"))
@@ -296,7 +296,9 @@ class Scheduler:
         except ApiError as err:
             log.info("scheduler: writing Reservation %s failed: %s", name, err)
 
-    def _renew_lease(self, now: float) -> None:
+    def renew_lease(self, now: float) -> None:
+        """Renew the scheduler Lease (every `RENEW_PERIOD`), as the extender does in a cluster; in
+        extender mode the simulation's driver calls it, on the simulated clock."""
         if self._renewed is not None and now - self._renewed < RENEW_PERIOD:
             return
         self._renewed = now

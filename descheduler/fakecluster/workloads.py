@@ -268,11 +268,36 @@ class GarbageCollector:
                     _delete(self.store, obj)
 
 
-def _delete(store: Store, obj: Obj) -> None:
+class PodGarbageCollector:
+    """kube-controller-manager's pod GC for orphans (pkg/controller/podgc, gcOrphaned): a pod bound
+    to a node that no longer exists is force-deleted (grace period 0) once the node has been
+    missing for `quarantine` seconds (40 s in kube-controller-manager), so its controller makes a
+    replacement that the scheduler places on a node that does exist."""
+
+    def __init__(self, store: Store, quarantine: float = 40.0) -> None:
+        self.store = store
+        self.quarantine = quarantine
+        self._missing_since: dict[str, float] = {}
+
+    def step(self, now: float) -> None:
+        nodes = {node["metadata"]["name"] for node in self.store.list("nodes")}
+        orphans: dict[str, list[Obj]] = {}
+        for pod in self.store.list("pods"):
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            if node and node not in nodes:
+                orphans.setdefault(node, []).append(pod)
+        self._missing_since = {node: self._missing_since.get(node, now) for node in orphans}
+        for node, pods in orphans.items():
+            if now - self._missing_since[node] >= self.quarantine:
+                for pod in pods:
+                    _delete(self.store, pod, grace_period_seconds=0)
+
+
+def _delete(store: Store, obj: Obj, grace_period_seconds: int | None = None) -> None:
     meta = obj["metadata"]
     resource = "pods" if obj.get("kind") == "Pod" else store.type_of(obj)
     try:
-        store.delete(resource, meta["name"], meta.get("namespace", ""))
+        store.delete(resource, meta["name"], meta.get("namespace", ""), grace_period_seconds=grace_period_seconds)
     except ApiError as err:
         if err.code != 404:
             raise

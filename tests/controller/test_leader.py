@@ -121,3 +121,34 @@ def test_api_errors_while_leading_lose_leadership_after_the_renew_deadline(serve
     finally:
         server.faults.clear()
         a.close()
+
+
+def test_step_driven_on_a_clock_of_its_own_hands_over_after_the_lease_duration(server: FakeApiServer) -> None:
+    """`step` is one round at the elector's clocks (a simulated day's driver): the standby waits a
+    full lease duration of *its* clock after the holder stops renewing, and the old holder, when it
+    comes back, has lost and stays out."""
+    now = [1_000.0]
+    events: list[str] = []
+
+    def elector(identity: str) -> LeaderElector:
+        return LeaderElector(
+            server.api_client(),
+            LeaseConfig(
+                namespace="kube-system", identity=identity, lease_duration=15, renew_deadline=10, retry_period=2
+            ),
+            on_started=lambda: events.append(f"{identity} started"),
+            on_stopped=lambda: events.append(f"{identity} stopped"),
+            monotonic=lambda: now[0],
+        )
+
+    a, b = elector("a"), elector("b")
+    assert a.step() and not b.step()
+    now[0] += 14  # a is silent: b has watched the same record for 14 s, less than the lease duration
+    assert not b.step()
+    now[0] += 2
+    assert b.step()
+    assert a.step() is False and a.lost  # a's renew deadline passed and the holder is b: a stops
+    now[0] += 30
+    assert not a.step()  # a lost leader does not compete again
+    assert b.step()
+    assert events == ["a started", "b started", "a stopped"]

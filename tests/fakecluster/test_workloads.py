@@ -6,12 +6,13 @@ from descheduler.fakecluster.clock import SimClock
 from descheduler.fakecluster.workloads import (
     DeploymentController,
     GarbageCollector,
+    PodGarbageCollector,
     ReplicaSetController,
     StatefulSetController,
     template_hash,
 )
 
-from .conftest import T0, names, pod, replicaset, template
+from .conftest import T0, names, node, pod, replicaset, template
 
 POD_NAME = re.compile(r"^web-[bcdfghjklmnpqrstvwxz2456789]{5}$")
 
@@ -158,3 +159,27 @@ def test_garbage_collector_treats_a_recreated_owner_with_another_uid_as_gone(sto
     store.create(replicaset("web", 1) | {"metadata": {"name": "web", "namespace": "default"}})
     GarbageCollector(store).step(T0)
     assert names(store) == []
+
+
+def test_pod_gc_force_deletes_pods_of_a_deleted_node_after_the_quarantine(store: Store) -> None:
+    """kube-controller-manager's podgc: orphans (bound to a node that no longer exists) go after 40 s."""
+    store.load([node("n1"), node("n2"), pod("on-n1", node_name="n1", phase="Running"), pod("on-n2", node_name="n2")])
+    gc = PodGarbageCollector(store)
+    store.delete("nodes", "n1")
+    gc.step(T0)
+    gc.step(T0 + 39)
+    assert names(store) == ["on-n1", "on-n2"]
+    gc.step(T0 + 40)
+    assert names(store) == ["on-n2"]  # gone at once: grace period 0, no kubelet to wait for
+
+
+def test_pod_gc_forgets_a_node_that_came_back(store: Store) -> None:
+    store.load([node("n1"), pod("on-n1", node_name="n1", phase="Running")])
+    gc = PodGarbageCollector(store)
+    store.delete("nodes", "n1")
+    gc.step(T0)
+    store.create(node("n1"))
+    gc.step(T0 + 30)
+    store.delete("nodes", "n1")
+    gc.step(T0 + 50)  # missing again for 20 s only
+    assert names(store) == ["on-n1"]

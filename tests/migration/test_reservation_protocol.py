@@ -176,7 +176,7 @@ def test_without_a_reservation_scheduler_the_pod_moves_without_a_reservation(
 ) -> None:
     h = make_harness()
     # A scheduler that places pods but knows nothing of Reservations, as a stock kube-scheduler.
-    monkeypatch.setattr(Scheduler, "_renew_lease", lambda self, now: None)
+    monkeypatch.setattr(Scheduler, "renew_lease", lambda self, now: None)
     monkeypatch.setattr(Scheduler, "_acknowledge", lambda self: None)
     _lease(h, renewed_ago=120)  # the extender stopped renewing two minutes ago
     [name] = h.submit(h.plan_move("web-0", "node-c"))

@@ -56,12 +56,25 @@ class _Rule:
 class _Failure:
     rule: _Rule
     error: ApiError
+    served: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One answered request, as the real API server's audit log has it at level Metadata."""
+
+    at: float  # the store's clock when the answer was sent
+    method: str
+    path: str
+    verb: str
+    status: int
 
 
 @dataclass(slots=True)
 class _Delay:
     rule: _Rule
     seconds: float
+    served: int = 0
 
 
 @dataclass
@@ -73,6 +86,7 @@ class Faults:
     _failures: list[_Failure] = field(default_factory=list)
     _delays: list[_Delay] = field(default_factory=list)
     _counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    _audit: list[AuditEntry] | None = None  # None: not recording
 
     def fail_next(
         self,
@@ -84,10 +98,11 @@ class Faults:
         status: int = 500,
         message: str | None = None,
         retry_after: int = 1,
-    ) -> None:
+    ) -> object:
         """Make the next `count` requests whose path matches the regex `path` fail with `status`.
 
         The body is a proper Status; 429 carries Retry-After (header and details.retryAfterSeconds).
+        Returns a handle for `served` and `cancel`.
         """
         text = message or f"injected fault ({status})"
         if status == 500:
@@ -96,8 +111,28 @@ class Faults:
             error = errors.too_many_requests(text, retry_after=retry_after)
         else:
             error = ApiError(status, _REASONS.get(status, "Unknown"), text, {})
+        failure = _Failure(_Rule(re.compile(path), method, verb, count), error)
         with self._lock:
-            self._failures.append(_Failure(_Rule(re.compile(path), method, verb, count), error))
+            self._failures.append(failure)
+        return failure
+
+    def served(self, handle: object) -> int:
+        """How many requests the rule `handle` (from `fail_next`) has failed so far."""
+        assert isinstance(handle, _Failure)
+        with self._lock:
+            return handle.served
+
+    def cancel(self, handle: object) -> int:
+        """Withdraw the rule `handle` (from `fail_next` or `delay`); returns how often it applied."""
+        with self._lock:
+            if isinstance(handle, _Failure):
+                if handle in self._failures:
+                    self._failures.remove(handle)
+                return handle.served
+            assert isinstance(handle, _Delay)
+            if handle in self._delays:
+                self._delays.remove(handle)
+            return handle.served
 
     def delay(
         self,
@@ -107,10 +142,13 @@ class Faults:
         method: str | None = None,
         verb: str | None = None,
         count: int | None = None,
-    ) -> None:
-        """Hold matching responses for `seconds` (the next `count` of them, or all if None)."""
+    ) -> object:
+        """Hold matching responses for `seconds` (the next `count` of them, or all if None).
+        Returns a handle for `cancel`."""
+        delay = _Delay(_Rule(re.compile(path), method, verb, count), seconds)
         with self._lock:
-            self._delays.append(_Delay(_Rule(re.compile(path), method, verb, count), seconds))
+            self._delays.append(delay)
+        return delay
 
     def drop_watches(self, resource: ResourceRef | None = None, *, abrupt: bool = False) -> int:
         """End open watches; `abrupt` resets the connection instead of ending the stream cleanly."""
@@ -126,6 +164,7 @@ class Faults:
             for failure in self._failures:
                 if failure.rule.matches(request):
                     failure.rule.consume()
+                    failure.served += 1
                     return failure.error
         return None
 
@@ -134,6 +173,7 @@ class Faults:
             for delay in self._delays:
                 if delay.rule.matches(request):
                     delay.rule.consume()
+                    delay.served += 1
                     return delay.seconds
         return 0.0
 
@@ -151,6 +191,21 @@ class Faults:
         pattern = re.compile(path)
         with self._lock:
             return sum(n for (v, p), n in self._counts.items() if (verb is None or v == verb) and pattern.search(p))
+
+    def start_audit(self) -> None:
+        """Record every answered request from now on (`audit_log`); watches when they open."""
+        with self._lock:
+            self._audit = []
+
+    def audited(self, request: RequestInfo, status: int) -> None:
+        with self._lock:
+            if self._audit is not None:
+                self._audit.append(AuditEntry(self.store.clock(), request.method, request.path, request.verb, status))
+
+    def audit_log(self, since: int = 0) -> list[AuditEntry]:
+        """The answered requests recorded since `start_audit`, from the `since`-th on."""
+        with self._lock:
+            return [] if self._audit is None else self._audit[since:]
 
     def reset_counts(self) -> None:
         with self._lock:

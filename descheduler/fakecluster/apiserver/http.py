@@ -107,7 +107,9 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
         failure = faults.failure_for(info) or failure
         if failure is not None or target is None:
-            self._send(error_response(failure or errors.path_not_found()))
+            response = error_response(failure or errors.path_not_found())
+            faults.audited(info, response.status)
+            self._send(response)
             return
         try:
             result = api.serve(target, request)
@@ -117,8 +119,10 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("fake API server failed on %s %s", self.command, self.path)
             result = error_response(errors.internal_error(f"{type(error).__name__}: {error}"))
         if isinstance(result, WatchStream):
+            faults.audited(info, 200)
             self._stream(result)
         else:
+            faults.audited(info, result.status)
             self._send(result)
 
     def _send(self, response: Response) -> None:

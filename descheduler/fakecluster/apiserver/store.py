@@ -574,6 +574,14 @@ class Store:
                 self._watchers[rt] = set()
             return closed
 
+    def forget_history(self, resource: ResourceRef | None = None) -> None:
+        """Drop the watch history (all, or one resource's), as etcd compaction does: a watch resumed
+        from any resourceVersion before now gets 410 Gone and must list again."""
+        with self.lock:
+            for rt in [self.resolve(resource)] if resource is not None else list(self.table):
+                self._history[rt].clear()
+                self._expired_before[rt] = self._rv + 1
+
     def close(self) -> None:
         """Stop timers and watches; the store stays readable."""
         with self.lock:

@@ -67,6 +67,38 @@ def test_delay_holds_matching_responses(core: Any, server: FakeApiServer) -> Non
     assert time.monotonic() - started < 0.3
 
 
+def test_a_cancelled_rule_stops_applying_and_says_how_often_it_did(core: Any, server: FakeApiServer) -> None:
+    rule = server.faults.fail_next(5, path=r"/nodes$", status=503)
+    with pytest.raises(client.ApiException):
+        core.list_node()
+    assert server.faults.served(rule) == 1
+    assert server.faults.cancel(rule) == 1
+    core.list_node()
+    delay = server.faults.delay(5.0, path="/nodes")
+    assert server.faults.cancel(delay) == 0
+    started = time.monotonic()
+    core.list_node()
+    assert time.monotonic() - started < 5.0
+
+
+def test_the_audit_log_has_every_answer_with_its_status_once_started(core: Any, server: FakeApiServer) -> None:
+    core.list_node()  # before the audit starts: not recorded
+    server.faults.start_audit()
+    core.create_namespaced_pod("default", pod("p"))
+    server.faults.fail_next(1, path="/pods/p$", status=500)
+    with pytest.raises(client.ApiException):
+        core.read_namespaced_pod("p", "default")
+    with pytest.raises(client.ApiException):
+        core.read_namespaced_pod("missing", "default")
+    log = server.faults.audit_log()
+    assert [(e.method, e.verb, e.path, e.status) for e in log] == [
+        ("POST", "create", "/api/v1/namespaces/default/pods", 201),
+        ("GET", "get", "/api/v1/namespaces/default/pods/p", 500),
+        ("GET", "get", "/api/v1/namespaces/default/pods/missing", 404),
+    ]
+    assert server.faults.audit_log(since=2) == log[2:]
+
+
 def test_requests_are_counted_per_verb_and_path(core: Any, server: FakeApiServer) -> None:
     core.list_namespaced_pod("default")
     core.list_namespaced_pod("default")

@@ -94,6 +94,18 @@ def test_official_client_raises_410_for_an_expired_watch() -> None:
     assert info.value.status == 410
 
 
+def test_a_watch_resumed_from_before_forgotten_history_gets_410() -> None:
+    """As after etcd compaction: the window is empty, so resuming from any earlier version is too old."""
+    with FakeApiServer() as server:
+        server.store.load([pod("p0")])
+        rv = server.store.resource_version
+        server.store.forget_history("pods")
+        events = watch_lines(server, f"/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=1")
+        assert [e["object"]["code"] for e in events] == [410]
+        fresh = watch_lines(server, "/api/v1/pods?watch=true&timeoutSeconds=1")  # a new list+watch works
+    assert [e["type"] for e in fresh] == ["ADDED"]
+
+
 def test_watch_within_the_window_is_not_expired() -> None:
     with FakeApiServer(history_size=5) as server:
         server.store.load([pod(f"p{i}") for i in range(10)])
