@@ -14,7 +14,7 @@ import structlog
 
 from descheduler.controller.cycle import PlanningLoop
 from descheduler.controller.health import check_listen
-from descheduler.controller.leader import LeaderElector, LeaseConfig
+from descheduler.controller.leader import LeaderElector, LeaseConfig, election_client
 from descheduler.controller.logs import Format, configure_logging
 from descheduler.controller.process import ControllerProcess, Options
 from descheduler.controller.reload import PolicyFile
@@ -127,8 +127,11 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
             notices=plan_notices(presence),
         )
 
+        election = election_client(kube.configuration, lease)
+        cleanup.callback(election.close)
+
         def elector(started: Callable[[], None], stopped: Callable[[], None]) -> LeaderElector:
-            return LeaderElector(kube.api_client, lease, on_started=started, on_stopped=stopped)
+            return LeaderElector(election.api_client, lease, on_started=started, on_stopped=stopped)
 
         process = ControllerProcess(
             policy_file,

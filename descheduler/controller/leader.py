@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from descheduler import metrics
+from descheduler.kube import KubeClient, RetryPolicy
 from descheduler.timestamps import format_micro
 
 log = structlog.get_logger(__name__)
@@ -42,6 +43,16 @@ class LeaseConfig:
             raise ValueError("leader election needs an identity (the pod name)")
         if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
             raise ValueError("leader election needs leaseDuration > renewDeadline > retryPeriod > 0")
+
+
+def election_client(configuration: Any, config: LeaseConfig) -> KubeClient:
+    """The client an elector should talk through: no retries (the elector tries again every retry
+    period; a retry with backoff, or waiting out a server's Retry-After, could keep a leader acting
+    past its renew deadline while a standby takes over), every call bounded by the renew deadline,
+    and a rate limit of its own so that a busy cycle's requests cannot hold a renewal back."""
+    return KubeClient.from_configuration(
+        configuration, qps=5.0, burst=10, timeout=config.renew_deadline, retry=RetryPolicy(max_retries=0)
+    )
 
 
 def _record(lease: Any) -> tuple[str, str, int]:
@@ -147,7 +158,7 @@ class LeaderElector:
         cfg = self.config
         now = self._wall()
         try:
-            lease = self.api.read_namespaced_lease(cfg.name, cfg.namespace)
+            lease = self.api.read_namespaced_lease(cfg.name, cfg.namespace, _request_timeout=self._call_timeout())
         except ApiException as err:
             if err.status != 404:
                 log.warning("reading the leader lease failed", status=err.status, reason=err.reason)
@@ -172,12 +183,30 @@ class LeaderElector:
             transitions += 1
         body = self._body(now, acquire, transitions)
         body["metadata"]["resourceVersion"] = self._resource_version
-        return self._write("updating", lambda: self.api.replace_namespaced_lease(cfg.name, cfg.namespace, body))
+        return self._write(
+            "updating",
+            lambda: self.api.replace_namespaced_lease(
+                cfg.name, cfg.namespace, body, _request_timeout=self._call_timeout()
+            ),
+        )
 
     def _create(self, now: datetime) -> bool:
         cfg = self.config
         body = self._body(now, now, 0)
-        return self._write("creating", lambda: self.api.create_namespaced_lease(cfg.namespace, body))
+        return self._write(
+            "creating",
+            lambda: self.api.create_namespaced_lease(cfg.namespace, body, _request_timeout=self._call_timeout()),
+        )
+
+    def _call_timeout(self) -> float:
+        """How long one Lease request may take: a leader's call must end by its renew deadline (it
+        then stops its work before a standby can take over, one lease duration after the last
+        renewal it saw), as client-go bounds each renewal by RenewDeadline; a candidate's within
+        the renew deadline too. A hung call must not keep a replica leading past its deadline."""
+        cfg = self.config
+        if not self.is_leader:
+            return cfg.renew_deadline
+        return max(0.1, cfg.renew_deadline - (self._monotonic() - self._last_renew))
 
     def _write(self, what: str, call: Callable[[], Any]) -> bool:
         """One create or update; 409 (another candidate wrote first) and errors are a lost round."""

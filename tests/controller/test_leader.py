@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from descheduler.controller.leader import LeaderElector, LeaseConfig
+from descheduler.controller.leader import LeaderElector, LeaseConfig, election_client
 from descheduler.fakecluster.apiserver import FakeApiServer
 from tests import waiting
 
@@ -23,14 +23,15 @@ class Candidate:
     (like a killed process: no release, no renewals)."""
 
     def __init__(self, server: FakeApiServer, identity: str) -> None:
-        self.api = server.api_client()
+        config = LeaseConfig(namespace="kube-system", identity=identity, **LEASE)
+        self.kube = election_client(server.configuration(), config)  # as `descheduler run` makes it
         self.started = threading.Event()
         self.stopped = threading.Event()
         self.stop = threading.Event()
         self.crashed = False
         self.elector = LeaderElector(
-            self.api,
-            LeaseConfig(namespace="kube-system", identity=identity, **LEASE),
+            self.kube.api_client,
+            config,
             on_started=self.started.set,
             on_stopped=self.stopped.set,
         )
@@ -45,7 +46,7 @@ class Candidate:
     def close(self) -> None:
         self.stop.set()
         self.thread.join(5)
-        self.api.close()
+        self.kube.close()
 
 
 @pytest.fixture
@@ -118,6 +119,22 @@ def test_api_errors_while_leading_lose_leadership_after_the_renew_deadline(serve
         lost = wait_for(lambda: a.stopped.is_set(), 5)
         assert LEASE["renew_deadline"] - 0.3 <= lost <= LEASE["renew_deadline"] + 1.0
         assert not a.elector.is_leader
+    finally:
+        server.faults.clear()
+        a.close()
+
+
+def test_a_hung_renewal_ends_leadership_by_the_renew_deadline_before_a_standby_may_take_over(
+    server: FakeApiServer,
+) -> None:
+    """A Lease request that does not answer must not keep a replica leading: the call is cut at the
+    renew deadline, so the work stops before the lease duration (when a standby may acquire)."""
+    a = Candidate(server, "a")
+    try:
+        wait_for(lambda: a.elector.is_leader, 3)
+        server.faults.delay(30.0, path="/leases/", count=1)
+        lost = wait_for(lambda: a.stopped.is_set(), 10)
+        assert lost < LEASE["lease_duration"], lost
     finally:
         server.faults.clear()
         a.close()
