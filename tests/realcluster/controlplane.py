@@ -19,6 +19,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -107,6 +108,7 @@ class Process:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+    args: list[str] = field(default_factory=list)  # to start it again the same way (`ControlPlane.restart_*`)
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -252,17 +254,20 @@ class ControlPlane:
 
     def _spawn(self, name: str, args: list[str]) -> Process:
         log = self._log_path(name)
+        command = [str(self.assets / name), *args]
+        # preexec_fn is unsafe once threads run (a restart mid-test): setpriv sets the same signal.
+        setpriv = shutil.which("setpriv") if threading.active_count() > 1 else None
         with log.open("wb") as out:
             popen = subprocess.Popen(
-                [str(self.assets / name), *args],
+                [setpriv, "--pdeathsig", "KILL", *command] if setpriv else command,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=self.workdir,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # the caller is single-threaded at start-up
+                preexec_fn=None if setpriv else _die_with_parent,
             )
-        process = Process(name, popen, log)
+        process = Process(name, popen, log, args)
         self.processes.append(process)
         return process
 
@@ -367,6 +372,38 @@ class ControlPlane:
 
         self._start("kube-apiserver", launch)
         self.kubeconfig = write_kubeconfig(self.workdir / "admin.kubeconfig", self.server, certs)
+
+    # ---------------------------------------------------------------- faults
+
+    def restart_apiserver(self, downtime: float = 0.0) -> float:
+        """Stop kube-apiserver (SIGTERM), leave it down `downtime` seconds, start it again with the
+        same arguments (port, certificates, etcd, audit log), so every kubeconfig and token keeps
+        working; returns once /readyz answers ok, the seconds the whole restart took."""
+        began = time.monotonic()
+        self._restart("kube-apiserver", f"{self.server}/readyz", "ok", self.admin_ssl_context(), downtime)
+        return time.monotonic() - began
+
+    def restart_etcd(self, downtime: float = 0.0) -> float:
+        """Stop etcd (SIGTERM), leave it down `downtime` seconds, start it again on the same ports
+        and data; returns once the apiserver's /readyz (which checks etcd) answers ok again, the
+        seconds the whole restart took."""
+        began = time.monotonic()
+        self._restart("etcd", f"{self.etcd_url}/health", '"health":"true"', None, downtime)
+        apiserver = next(p for p in self.processes if p.name == "kube-apiserver")
+        self._wait(apiserver, f"{self.server}/readyz", "ok", self.admin_ssl_context())
+        return time.monotonic() - began
+
+    def _restart(self, name: str, url: str, expect: str, context: ssl.SSLContext | None, downtime: float) -> None:
+        index, old = next((i, p) for i, p in enumerate(self.processes) if p.name == name)
+        old.stop()
+        if downtime > 0:
+            time.sleep(downtime)  # the fault's length, not a wait for a condition
+        # Same arguments, so the same ports: the kernel lets the port be bound again at once (Go sets
+        # SO_REUSEADDR); a process that took it meanwhile makes this fail, as it should.
+        process = self._spawn(name, old.args)
+        self.processes.remove(process)
+        self.processes[index] = process  # the same place in the stop order
+        self._wait(process, url, expect, context)
 
     def audit_events(self, user: str | None = None) -> list[dict[str, Any]]:
         """The audit events written so far (requests made with ServiceAccount credentials only, see

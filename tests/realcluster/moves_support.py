@@ -476,6 +476,27 @@ class MoveRecorder:
             return [r for r in self.reservations.values() if not r.deleted]
 
 
+# The steps of a ReservationFirst move, in order, as the API shows them (`reached_step`).
+STEPS = ("Reservation created", "Reservation Available", "pod evicted", "ReplacementBound")
+
+
+def reached_step(step: int, kind: str, kind_type: str, obj: Obj, previous: Obj | None) -> bool:
+    """Whether this watch event (a MoveRecorder hook's arguments) is a move reaching STEPS[step]."""
+    status = obj.get("status") or {}
+    before = (previous or {}).get("status") or {}
+    if step == 0:
+        return kind == "reservation" and kind_type == "ADDED"
+    if step == 1:
+        return kind == "reservation" and status.get("phase") == "Available" and before.get("phase") != "Available"
+    if step == 2:
+        return (
+            kind == "pod"
+            and bool(obj["metadata"].get("deletionTimestamp"))
+            and not (previous or {}).get("metadata", {}).get("deletionTimestamp")
+        )
+    return kind == "job" and has(obj, "ReplacementBound") and not has(previous or {}, "ReplacementBound")
+
+
 def phase(job: Obj) -> str:
     return str((job.get("status") or {}).get("phase", ""))
 

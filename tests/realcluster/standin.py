@@ -31,6 +31,7 @@ Obj = dict[str, Any]
 Handler = Callable[[str, Obj], None]
 
 NODE_METRICS = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
+RETRY_AFTER = 1.0  # seconds before a pod status or deletion the API could not take is tried again
 
 
 def rfc3339(moment: float | None = None, *, micro: bool = False) -> str:
@@ -40,7 +41,9 @@ def rfc3339(moment: float | None = None, *, micro: bool = False) -> str:
 
 class ObjectWatch:
     """List, then watch one collection; `handle(type, obj)` gets every object ("SYNC" for the
-    list's items, else the watch event's type). Re-lists when the server says the version is gone."""
+    list's items, else the watch event's type). Re-lists when the server says the version is gone;
+    an object the new list lacks was deleted unseen and is handed over as "DELETED" (its last state),
+    as an informer does, so a restarted apiserver does not leave deleted objects behind."""
 
     def __init__(
         self,
@@ -62,6 +65,7 @@ class ObjectWatch:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._response: Any = None
+        self._known: dict[str, Obj] = {}  # uid → the last state handed over
         self._thread = threading.Thread(target=self._run, name=f"watch-{name}", daemon=True)
 
     def start(self) -> ObjectWatch:
@@ -103,7 +107,14 @@ class ObjectWatch:
 
     def _list(self) -> str:
         listing = self.kube.get_json(self.path, query=self.query)
-        for item in listing.get("items") or []:
+        items = listing.get("items") or []
+        listed = {item["metadata"]["uid"] for item in items}
+        for uid, last in list(self._known.items()):
+            if uid not in listed:
+                self._known.pop(uid)
+                self.handle("DELETED", last)
+        for item in items:
+            self._known[item["metadata"]["uid"]] = item
             self.handle("SYNC", item)
         return str(listing["metadata"]["resourceVersion"])
 
@@ -140,12 +151,18 @@ class ObjectWatch:
             raise ValueError(f"watch error: {obj.get('message', obj)}")
         new_version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
         if kind != "BOOKMARK":
+            uid = (obj.get("metadata") or {}).get("uid", "")
+            if kind == "DELETED":
+                self._known.pop(uid, None)
+            else:
+                self._known[uid] = obj
             self.handle(kind, obj)
         return new_version
 
 
 class _Timer:
-    """Actions due at a time, run in order on one thread."""
+    """Actions due at a time, run in order on one thread; one the API could not take (unreachable,
+    5xx, 429) is run again RETRY_AFTER seconds later."""
 
     def __init__(self, name: str) -> None:
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
@@ -183,6 +200,9 @@ class _Timer:
                 action()
             except (KubeApiError, ClusterUnreachableError) as error:
                 self.errors.append(str(error))
+                if isinstance(error, ClusterUnreachableError) or error.status >= 500 or error.status == 429:
+                    # The API is away (a restart): a kubelet keeps trying, so does the stand-in.
+                    self.at(time.monotonic() + RETRY_AFTER, action)
 
 
 def _ready(pod: Obj) -> bool:

@@ -32,6 +32,7 @@ from controlplane import HOW_TO_GET, ControlPlane, Process
 from moves_support import (
     LABEL_JOB,
     LOAD_AWARE_SCHEDULER,
+    STEPS,
     LeaseTimings,
     MoveRecorder,
     OurProcess,
@@ -41,9 +42,9 @@ from moves_support import (
     create_test_nodes,
     deployment,
     extender_process,
-    has,
     list_pods,
     phase,
+    reached_step,
     ready,
     scheduler_configuration,
     summary,
@@ -540,9 +541,6 @@ def test_with_the_stock_scheduler_no_job_fails_for_want_of_a_reservation(
     assert warned, controller.tail()
 
 
-STEPS = ("Reservation created", "Reservation Available", "pod evicted", "ReplacementBound")
-
-
 class StepKiller:
     """SIGKILLs the armed controller the moment any job of ours reaches the armed step."""
 
@@ -563,7 +561,7 @@ class StepKiller:
             if self._armed is None or kind_type == "SYNC":
                 return
             step, process = self._armed
-            if not self._reached(step, kind, kind_type, obj, previous):
+            if not reached_step(step, kind, kind_type, obj, previous):
                 return
             process.kill()
             self.kills.append(f"{STEPS[step]} ({kind} {obj['metadata']['name']}): {self._job_state(kind, obj)}")
@@ -582,22 +580,6 @@ class StepKiller:
             return "job not seen"
         done = [c["type"] for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
         return f"job {job['metadata']['name']} {phase(job)} with {done or 'no step'} recorded"
-
-    @staticmethod
-    def _reached(step: int, kind: str, kind_type: str, obj: dict[str, Any], previous: dict[str, Any] | None) -> bool:
-        status = obj.get("status") or {}
-        before = (previous or {}).get("status") or {}
-        if step == 0:
-            return kind == "reservation" and kind_type == "ADDED"
-        if step == 1:
-            return kind == "reservation" and status.get("phase") == "Available" and before.get("phase") != "Available"
-        if step == 2:
-            return (
-                kind == "pod"
-                and bool(obj["metadata"].get("deletionTimestamp"))
-                and not (previous or {}).get("metadata", {}).get("deletionTimestamp")
-            )
-        return kind == "job" and has(obj, "ReplacementBound") and not has(previous or {}, "ReplacementBound")
 
 
 def test_controller_killed_at_each_step_evicts_once_and_decides_every_job(
