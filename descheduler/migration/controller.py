@@ -124,6 +124,7 @@ class MigrationController:
         self._retries: dict[str, _Retry] = {}
         self._evictions: TokenBucket | None = None
         self._eviction_rate: tuple[float, int] | None = None
+        self._stop: threading.Event | None = None  # the running pass's (reconcile_once)
 
     # ------------------------------------------------------------------------------ the loop
 
@@ -131,13 +132,19 @@ class MigrationController:
         """Reconcile every `period` seconds until `stop` is set; one failing pass never ends the loop."""
         while not stop.is_set():
             try:
-                self.reconcile_once()
+                self.reconcile_once(stop)
             except Exception:
                 log.exception("migration reconcile pass failed")
             stop.wait(period)
 
-    def reconcile_once(self) -> None:
-        """List; drive the Running jobs; admit the Pending ones; clean up; publish the counts."""
+    def reconcile_once(self, stop: threading.Event | None = None) -> None:
+        """List; drive the Running jobs; admit the Pending ones; clean up; publish the counts.
+
+        `stop` set during the pass (the Lease lost, or shutting down) ends it before its next step:
+        the step in progress finishes, no other begins, so a replica that no longer leads does not
+        go on acting next to the one that does (a pass can outlast the Lease by many seconds when
+        each call waits out retries)."""
+        self._stop = stop
         now = self.clock()
         policy = self.policy()
         try:
@@ -159,20 +166,28 @@ class MigrationController:
         self.cleanup.new_pass()
         self._refresh_eviction_rate(policy)
         for handle in sorted((h for h in handles if h.job.status.phase == "Running"), key=lambda h: h.job.name):
+            if self._stopped():
+                return
             self._drive(handle, reads)
         self._admit([h for h in handles if h.job.status.phase == "Pending"], reads)
+        if self._stopped():
+            return
         self.cleanup.sweep(reads)
         self.cleanup.retire(reads)
         _publish(handles, invalid)
         live = {h.uid for h in handles}
         self._retries = {uid: r for uid, r in self._retries.items() if uid in live}
 
+    def _stopped(self) -> bool:
+        """The pass was told to stop (see reconcile_once)."""
+        return self._stop is not None and self._stop.is_set()
+
     def _drive(self, handle: JobHandle, reads: PassReads) -> None:
         """Take the job as far as it can go now; a conflict re-reads the job and decides again."""
         for _ in range(CONFLICT_RETRIES):
             try:
                 for _ in range(MAX_STEPS_PER_PASS):
-                    if not self._step(handle, reads):
+                    if self._stopped() or not self._step(handle, reads):
                         break
                 return
             except ApiFailure as failure:
@@ -234,6 +249,8 @@ class MigrationController:
         """Pending jobs: expire or hold those that must, arbitrate the rest, start the admitted."""
         waiting: list[JobHandle] = []
         for handle in pending:
+            if self._stopped():
+                return
             try:
                 step = steps.pending_step(handle.job, reads.now, dry_run=reads.policy.dry_run)
                 if step == "Expire":
@@ -261,6 +278,8 @@ class MigrationController:
         )
         by_name = {h.job.name: h for h in waiting}
         for verdict in verdicts:
+            if self._stopped():
+                return
             handle = by_name[verdict.job]
             try:
                 if verdict.admit:

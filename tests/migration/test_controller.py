@@ -341,3 +341,35 @@ def test_room_held_by_someone_elses_reservation_is_not_reserved_again(make_harne
     assert "held by reservations" in next(
         c["message"] for c in status["conditions"] if c["type"] == "ReservationCreated"
     )
+
+
+def test_a_pass_takes_no_further_step_once_told_to_stop(make_harness: Callable[..., Harness]) -> None:
+    """The Lease lost (or SIGTERM) while a pass drives its jobs: the step in progress finishes and
+    no other begins, so a replica that no longer leads does not act next to the one that does. The
+    soak on the real control plane saw an ex-leader's pass go on to the next job eleven seconds
+    after it lost the Lease to an apiserver restart."""
+    h = make_harness(hot_cluster_objects(web_on_a=3))
+    first, second = h.plan_move("web-0", "node-c"), h.plan_move("web-1", "node-d")
+    names = h.submit(Plan(now=h.now(), migrations=(*first.migrations, *second.migrations)))
+    assert len(names) == 2
+    stop = threading.Event()
+    api = h.cluster.api_client()
+    send = api.rest_client.request
+    writes: list[str] = []
+
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        response = send(method, url, *args, **kwargs)
+        if method in ("POST", "PUT", "PATCH", "DELETE") and "/events" not in url:
+            writes.append(url)
+            stop.set()  # leadership lost the moment the pass's first write is done
+        return response
+
+    api.rest_client.request = request
+    h.controller(api).reconcile_once(stop)
+    assert len(writes) == 1, writes
+    # The next leader takes the job up where the stopped pass left it.
+    started = next(n for n in names if n in writes[0])
+    h.run(h.controller(), 60, until=lambda: h.phase(started) == "Succeeded")
+    assert h.phase(started) == "Succeeded"
+    assert h.evictions() == 1
+    api.close()
