@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from descheduler.durations import parse_duration
 from descheduler.labels import LabelSelector
 from descheduler.model import (
     ANNOTATION_CONFIG_SOURCE,
@@ -25,6 +26,7 @@ from descheduler.model import (
     ANNOTATION_PREFER_NO_EVICTION,
     ANNOTATION_RAW_ALLOCATABLE,
     ANNOTATION_USAGE_THRESHOLDS,
+    DEFAULT_TTL,
     JOB_POD_USAGE_ANNOTATION,
     JOB_SOURCE_NODE_ANNOTATION,
     JOB_WORKLOAD_UID_ANNOTATION,
@@ -349,6 +351,7 @@ class RawReservationSpec(_Raw):
     resources: ResourceList | None = None
     owners: list[RawReservationOwner] | None = None
     replaces: RawPodRef | None = None
+    ttl: str | int | None = None
 
 
 class RawReservationStatus(_Raw):
@@ -1017,7 +1020,19 @@ def reservation_from_raw(raw: RawReservation) -> Reservation:
         phase=raw.status.phase,
         consumed_by=raw.status.consumed_by,
         replaces=PodRef(namespace=replaced.namespace, name=replaced.name, uid=replaced.uid) if replaced else None,
+        expires=_expires(raw.metadata.creation_timestamp, raw.spec.ttl),
     )
+
+
+def _expires(created: datetime | None, ttl: str | int | None) -> datetime | None:
+    """When a Reservation's unconsumed room is released: creation + spec.ttl (the CRD's default, 5m,
+    when unset)."""
+    if created is None:
+        return None
+    try:
+        return created + parse_duration(ttl if ttl is not None else DEFAULT_TTL)
+    except ValueError as err:
+        raise DecodeError("spec.ttl", str(err)) from None
 
 
 def migration_job_from_raw(raw: RawMigrationJob) -> MigrationJob:

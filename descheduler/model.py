@@ -7,7 +7,7 @@ reference cycle, so the cyclic GC need not walk the 150,000 of them a big cluste
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 import msgspec
@@ -285,6 +285,9 @@ class ReservationOwner(msgspec.Struct, frozen=True, kw_only=True):
         return self.label_selector is None or self.label_selector.matches(pod.labels)
 
 
+DEFAULT_TTL = timedelta(minutes=5)  # a PodMigrationJob's and a Reservation's spec.ttl when unset
+
+
 class Reservation(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     node_name: str
@@ -293,10 +296,16 @@ class Reservation(msgspec.Struct, frozen=True, kw_only=True):
     phase: str = "Pending"
     consumed_by: str = ""
     replaces: PodRef | None = None  # the moved pod whose replacement the room is for
+    expires: datetime | None = None  # creation + spec.ttl: unconsumed room is released then
 
     @property
     def holds_room(self) -> bool:
         return self.phase in ("Pending", "Available") and not self.consumed_by and bool(self.node_name)
+
+    def past_ttl(self, now: datetime) -> bool:
+        """Still holding room at `now` although its TTL has run out (whoever marks it Expired first:
+        the migration controller's sweeper or the extender)."""
+        return self.holds_room and self.expires is not None and now >= self.expires
 
     def owned_by(self, pod: Pod) -> bool:
         return any(owner.matches(pod) for owner in self.owners)

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final
 
 import msgspec
@@ -192,6 +193,28 @@ class ReservationWriter:
             return True
         return False
 
+    def expire(self, name: str, held: Reservation, now: datetime) -> bool:
+        """Mark Reservation `name` Expired if it still holds the room `held` and its TTL has run out
+        at `now`, as the migration controller's sweeper does: the scheduler side releases unconsumed
+        room on time even while no controller leads. True when it is Expired afterwards."""
+        for _ in range(CONFLICT_RETRIES):
+            raw = self._get(name)
+            if raw is None:
+                return False
+            record = ReservationRecord.of(raw)
+            if not record.reservation.past_ttl(now) or not same_room(record.reservation, held):
+                return record.reservation.phase == "Expired"
+            status = {**(raw.get("status") or {}), "phase": "Expired", "reason": "TTLExceeded"}
+            try:
+                self._write_status(raw, status)
+            except KubeApiError as err:
+                if err.status in (404, 409):
+                    continue
+                raise
+            log.info("extender: Reservation %s on node %s expired unconsumed", name, held.node_name)
+            return True
+        return False
+
     # ---------------------------------------------------------------- bind
 
     def bind(
@@ -265,21 +288,27 @@ class ReservationWriter:
 
 
 class Acknowledger:
-    """Acknowledges Reservations off the watch thread: `offer` queues, a worker writes."""
+    """Writes Reservation statuses off the watch thread: `offer` (acknowledge) and `expire` queue, a
+    worker writes; the latest task per Reservation wins."""
 
     def __init__(self, writer: ReservationWriter) -> None:
         self.writer = writer
-        self._queue: dict[str, Reservation] = {}
+        self._queue: dict[str, Callable[[], object]] = {}
         self._cond = threading.Condition()
         self._stop = False
         self._thread: threading.Thread | None = None
 
     def offer(self, reservations: Sequence[Reservation]) -> None:
-        if not reservations:
+        self._put({r.name: partial(self.writer.acknowledge, r.name, r) for r in reservations})
+
+    def expire(self, reservations: Sequence[Reservation], now: datetime) -> None:
+        self._put({r.name: partial(self.writer.expire, r.name, r, now) for r in reservations})
+
+    def _put(self, tasks: dict[str, Callable[[], object]]) -> None:
+        if not tasks:
             return
         with self._cond:
-            for reservation in reservations:
-                self._queue[reservation.name] = reservation
+            self._queue.update(tasks)
             self._cond.notify()
 
     def start(self) -> Acknowledger:
@@ -304,9 +333,9 @@ class Acknowledger:
                     self._cond.wait()
                 if self._stop:
                     return
-                name, held = next(iter(self._queue.items()))
+                name, task = next(iter(self._queue.items()))
                 del self._queue[name]
             try:
-                self.writer.acknowledge(name, held)
+                task()
             except Exception as err:  # the next refresh offers it again
-                log.warning("extender: acknowledging Reservation %s failed: %s", name, err)
+                log.warning("extender: writing the status of Reservation %s failed: %s", name, err)

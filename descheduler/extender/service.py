@@ -227,12 +227,15 @@ class Extender:
         self._reservation_changes = keep
 
     def _offer(self, state: ClusterState, reservations: Sequence[Reservation]) -> None:
-        """Pending Reservations the state holds room for (their node is in its table) go to be acknowledged."""
+        """Pending Reservations the state holds room for (their node is in its table) go to be
+        acknowledged; those whose TTL has run out unconsumed, to be marked Expired."""
         if self._acknowledger is None:
             return
-        index = state.table.index
+        index, now = state.table.index, state.table.snapshot.now
+        expired = [r for r in reservations if r.past_ttl(now)]
         held = [r for r in reservations if r.phase == "Pending" and r.holds_room and r.node_name in index]
-        self._acknowledger.offer(held)
+        self._acknowledger.offer([r for r in held if r not in expired])
+        self._acknowledger.expire(expired, now)
 
     # ---------------------------------------------------------------- refresher thread
 

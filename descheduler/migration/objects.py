@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from descheduler.durations import format_duration, parse_duration
-from descheduler.model import JOB_SOURCE_NODE_ANNOTATION, JOB_WORKLOAD_UID_ANNOTATION
+from descheduler.model import DEFAULT_TTL, JOB_SOURCE_NODE_ANNOTATION, JOB_WORKLOAD_UID_ANNOTATION
 from descheduler.timestamps import format_time, parse_time
 
 GROUP: Final = "descheduler.dev"
@@ -57,7 +57,6 @@ ConditionType = Literal["ReservationCreated", "ReservationScheduled", "Evicted",
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed", "Aborted"})
-DEFAULT_TTL: Final = timedelta(minutes=5)
 
 
 def _parse_ttl(value: Any) -> timedelta:

@@ -62,7 +62,9 @@ def _pod(name: str, app: str = "web", cpu: str = "1") -> dict[str, Any]:
     }
 
 
-def _reservation(name: str, node: str, cpu: str = "3", phase: str = "Available", created: str = "") -> dict[str, Any]:
+def _reservation(
+    name: str, node: str, cpu: str = "3", phase: str = "Available", created: str = "", ttl: str = "5m"
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if created:
         meta["creationTimestamp"] = created
@@ -73,6 +75,7 @@ def _reservation(name: str, node: str, cpu: str = "3", phase: str = "Available",
         "spec": {
             "nodeName": node,
             "resources": {"cpu": cpu, "memory": "1Gi", "pods": "1"},
+            "ttl": ttl,
             "owners": [
                 {"controller": {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "uid-rs-web"}}
             ],
@@ -155,6 +158,17 @@ def test_a_pending_reservation_is_acknowledged_once_the_answers_hold_its_room(si
     assert side.status("move-web-0") == {"phase": "Available", "acknowledgedBy": "ext-1"}
 
 
+def test_a_reservation_past_its_ttl_is_marked_expired_and_its_room_released(side: Side) -> None:
+    """The scheduler side releases unconsumed room on time, even with no controller leading to sweep."""
+    stranger = _pod("stranger", app="shop", cpu="2")
+    side.store.load([_reservation("stale", "cool", cpu="3", created="2026-01-15T11:00:00Z")])  # ttl 5m: long past
+    _wait(lambda: side.status("stale").get("phase") == "Expired", "the expiry")
+    assert side.status("stale") == {"phase": "Expired", "reason": "TTLExceeded"}
+    assert _filter(side, stranger)["NodeNames"] == ["cool", "other"]
+    side.store.load([_reservation("fresh", "cool", cpu="3", phase="Pending")])  # created now: acknowledged
+    _wait(lambda: side.status("fresh").get("phase") == "Available", "the acknowledgement")
+
+
 def test_a_reservation_on_a_node_the_state_does_not_know_is_not_acknowledged(side: Side) -> None:
     side.store.create(_reservation("move-web-0", "new-node", phase="Pending"))
     time.sleep(0.3)
@@ -216,9 +230,12 @@ def test_of_two_racing_pods_the_loser_takes_the_next_reservation(side: Side) -> 
 def test_binding_an_owner_pod_elsewhere_fails_the_oldest_waiting_reservation(side: Side) -> None:
     side.store.load(
         [
-            _reservation("r-a", "cool", cpu="1", created="2026-01-15T12:00:05Z"),
-            _reservation("r-b", "cool", cpu="1", created="2026-01-15T12:00:00Z"),
-            _reservation("r-pending", "new-node", cpu="1", phase="Pending", created="2026-01-15T11:00:00Z"),
+            # Created long ago (fixed times), with TTLs long enough that none has expired.
+            _reservation("r-a", "cool", cpu="1", created="2026-01-15T12:00:05Z", ttl="100000h"),
+            _reservation("r-b", "cool", cpu="1", created="2026-01-15T12:00:00Z", ttl="100000h"),
+            _reservation(
+                "r-pending", "new-node", cpu="1", phase="Pending", created="2026-01-15T11:00:00Z", ttl="100000h"
+            ),
             _pod("web-new"),
         ]
     )
