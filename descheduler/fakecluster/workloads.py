@@ -85,17 +85,21 @@ class ReplicaSetController:
                 return name
 
     def step(self, now: float) -> None:
-        pods_by_ns: dict[str, list[Obj]] = {}
+        by_owner: dict[str, list[Obj]] = {}  # one listing, grouped by controller UID
+        for pod in self.store.list("pods"):
+            ref = controller_ref(pod)
+            if ref is not None and ref.get("uid"):
+                by_owner.setdefault(str(ref["uid"]), []).append(pod)
         for rs in _live(self.store, "replicasets.apps"):
             meta = rs["metadata"]
             ns = meta["namespace"]
-            if ns not in pods_by_ns:
-                pods_by_ns[ns] = self.store.list("pods", ns)
-            owned = [p for p in pods_by_ns[ns] if owned_by(p, rs)]
+            owned = [p for p in by_owner.get(str(meta.get("uid")), []) if p["metadata"].get("namespace") == ns]
             active = [p for p in owned if is_active(p)]
             want = _replicas(rs)
-            for _ in range(want - len(active)):
+            created = [
                 self.store.create(_pod_from_template(rs, self._name(meta["name"], ns)))
+                for _ in range(want - len(active))
+            ]
             if len(active) > want:
                 # Scale down as the real controller prefers: unscheduled, then not ready, then newest.
                 ranked = sorted(
@@ -108,9 +112,8 @@ class ReplicaSetController:
                 )
                 for pod in ranked[: len(active) - want]:
                     _delete(self.store, pod)
-            if len(active) != want:
-                pods_by_ns[ns] = self.store.list("pods", ns)
-                active = [p for p in pods_by_ns[ns] if owned_by(p, rs) and is_active(p)]
+                active = ranked[len(active) - want :]
+            active += created
             ready = sum(1 for p in active if is_ready(p))
             _write_status(
                 self.store,
@@ -239,17 +242,20 @@ _OWNER_RESOURCES = {
     ("apps/v1", "Deployment"): "deployments.apps",
     ("apps/v1", "StatefulSet"): "statefulsets.apps",
     ("apps/v1", "DaemonSet"): "daemonsets.apps",
+    ("descheduler.dev/v1alpha1", "PodMigrationJob"): "podmigrationjobs.descheduler.dev",
 }
 
 
 class GarbageCollector:
-    """Deletes pods and ReplicaSets whose controller owner (a known kind) no longer exists."""
+    """Deletes pods, ReplicaSets and Reservations whose controller owner (a known kind: a workload, or
+    a PodMigrationJob) no longer exists, as kube-controller-manager's garbage collector does."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
     def step(self, now: float) -> None:
-        for resource in ("replicasets.apps", "pods"):
+        uids: dict[str, dict[tuple[str, str], str]] = {}  # owner resource -> (namespace, name) -> uid
+        for resource in ("replicasets.apps", "pods", "reservations.descheduler.dev"):
             for obj in _live(self.store, resource):
                 ref = controller_ref(obj)
                 if ref is None:
@@ -257,14 +263,13 @@ class GarbageCollector:
                 owner_resource = _OWNER_RESOURCES.get((str(ref.get("apiVersion")), str(ref.get("kind"))))
                 if owner_resource is None:
                     continue
-                ns = obj["metadata"].get("namespace", "")
-                try:
-                    owner = self.store.get(owner_resource, str(ref.get("name")), ns)
-                except ApiError as err:
-                    if err.code != 404:
-                        raise
-                    owner = None
-                if owner is None or (ref.get("uid") and owner["metadata"].get("uid") != ref.get("uid")):
+                if owner_resource not in uids:
+                    uids[owner_resource] = {
+                        (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o["metadata"].get("uid", "")
+                        for o in self.store.list(owner_resource)
+                    }
+                uid = uids[owner_resource].get((obj["metadata"].get("namespace", ""), str(ref.get("name"))))
+                if uid is None or (ref.get("uid") and uid != ref.get("uid")):
                     _delete(self.store, obj)
 
 

@@ -183,3 +183,26 @@ def test_pod_gc_forgets_a_node_that_came_back(store: Store) -> None:
     store.delete("nodes", "n1")
     gc.step(T0 + 50)  # missing again for 20 s only
     assert names(store) == ["on-n1"]
+
+
+def test_garbage_collector_deletes_a_reservation_whose_migration_job_is_gone(store: Store) -> None:
+    """As kube-controller-manager's: a dependent goes with its owner (the Reservation's ownerReference)."""
+    job = {
+        "apiVersion": "descheduler.dev/v1alpha1",
+        "kind": "PodMigrationJob",
+        "metadata": {"name": "move-1", "uid": "uid-job-1"},
+        "spec": {"podRef": {"namespace": "default", "name": "web-0"}},
+    }
+    owner = {"apiVersion": "descheduler.dev/v1alpha1", "kind": "PodMigrationJob", "name": "move-1"}
+    reservation = {
+        "apiVersion": "descheduler.dev/v1alpha1",
+        "kind": "Reservation",
+        "metadata": {"name": "room-1", "ownerReferences": [{**owner, "uid": "uid-job-1", "controller": True}]},
+        "spec": {"nodeName": "n1", "resources": {"cpu": "1"}},
+    }
+    store.load([job, reservation])
+    GarbageCollector(store).step(T0)
+    assert names(store, "reservations.descheduler.dev") == ["room-1"]
+    store.delete("podmigrationjobs.descheduler.dev", "move-1")
+    GarbageCollector(store).step(T0)
+    assert names(store, "reservations.descheduler.dev") == []
