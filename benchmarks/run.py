@@ -507,6 +507,31 @@ def _quality_extra(runs: list[dict[str, Any]]) -> str:
     return render_quality(runs[-1])
 
 
+def child_soak() -> dict[str, Any]:
+    from benchmarks.soak import SoakOptions, run_soak, soak_metrics
+
+    return soak_metrics(run_soak(SoakOptions()))
+
+
+def _soak_extra(runs: list[dict[str, Any]]) -> str:
+    from benchmarks.soak import render_soak
+
+    return render_soak(runs[-1]["figures"])
+
+
+SOAK_ZEROS = (
+    ("limits", "evictions beyond a limit (jobs running over a migration limit)"),
+    ("beyondPdb", "evictions beyond a PodDisruptionBudget"),
+    ("evictedTwice", "pods evicted twice"),
+    ("evictedWithoutJob", "evictions with no job"),
+    ("reservationPastTtl", "Reservations alive past their TTL (+ a failover's grace)"),
+    ("orphanReservations", "orphan Reservations at the end"),
+    ("podsLost", "workloads below their replicas longer than a move needs (5 min)"),
+    ("plannedOnUnreadable", "cycles that planned moves on data that could not be read"),
+    ("leaderOverlap", "steps with two leaders"),
+)
+
+
 # Cluster sizes of the scaling table (30 pods a node), and the keys each size reports.
 SCALING_NODES = (500, 1000, 5000, 15000)
 PODS_PER_NODE = 30
@@ -795,6 +820,25 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "controller admits 2 per node at a time). A cluster whose usage departs from its requests (the "
         "baseline's blind spot) is not in these traces.",
         _quality_extra,
+    ),
+    Benchmark(
+        "soak",
+        "A simulated day under faults (100 trace nodes, two controller replicas and the extender)",
+        1,
+        (
+            Metric("simulated_hours", "simulated hours", "h", (">=", 24.0), 0),
+            Metric("faults", "faults injected", "", (">=", 500.0), 0),
+            *(Metric(key, label, "", ("<=", 0.0), 0) for key, label in SOAK_ZEROS),
+            Metric("ready_again_median", "back (a leader with a synced cache) after a fault ends, median", "s"),
+            Metric("ready_again_max", "the same, worst", "s", None, 0),
+            Metric("planned_again_median", "planning again after a fault ends, median", "s"),
+            Metric("planned_again_max", "the same, worst", "s", None, 0),
+            Metric("wall_seconds", "wall time of the run", "s", None, 0),
+        ),
+        child_soak,
+        "`benchmarks/soak.py` (its docstring says what runs and which faults); the seed, the faults by kind, "
+        "the moves' outcomes and the recovery times by fault kind are in the tables below.",
+        _soak_extra,
     ),
 )
 

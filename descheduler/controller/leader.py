@@ -45,13 +45,13 @@ class LeaseConfig:
             raise ValueError("leader election needs leaseDuration > renewDeadline > retryPeriod > 0")
 
 
-def election_client(configuration: Any, config: LeaseConfig) -> KubeClient:
+def election_client(configuration: Any, config: LeaseConfig, qps: float = 5.0) -> KubeClient:
     """The client an elector should talk through: no retries (the elector tries again every retry
     period; a retry with backoff, or waiting out a server's Retry-After, could keep a leader acting
     past its renew deadline while a standby takes over), every call bounded by the renew deadline,
     and a rate limit of its own so that a busy cycle's requests cannot hold a renewal back."""
     return KubeClient.from_configuration(
-        configuration, qps=5.0, burst=10, timeout=config.renew_deadline, retry=RetryPolicy(max_retries=0)
+        configuration, qps=qps, burst=10, timeout=config.renew_deadline, retry=RetryPolicy(max_retries=0)
     )
 
 

@@ -13,6 +13,9 @@ from typing import Any
 
 from descheduler.controller.cycle import CycleResult
 from descheduler.eligibility import eviction_refusal
+from descheduler.fakecluster.apiserver import Store
+from descheduler.kube import MIGRATION_JOBS, RESERVATIONS
+from descheduler.migration.objects import LABEL_JOB, TERMINAL_PHASES
 from descheduler.plan import Plan
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
@@ -271,6 +274,25 @@ def limit_violations(jobs: list[dict[str, Any]], pods: list[dict[str, Any]], pol
         if n > limit:
             found.append(f"workload {owner}: {n} jobs running > {limit}")
     return found
+
+
+def orphan_reservations(store: Store) -> list[str]:
+    """Reservations still holding room whose job is gone or finished."""
+    live = {job["metadata"]["name"] for job in store.list(MIGRATION_JOBS) if phase(job) not in TERMINAL_PHASES}
+    orphans = []
+    for reservation in store.list(RESERVATIONS):
+        status = reservation.get("status") or {}
+        if status.get("phase") in ("Consumed", "Expired", "Failed"):
+            continue
+        owners = {
+            ref.get("name")
+            for ref in reservation["metadata"].get("ownerReferences") or []
+            if ref.get("kind") == "PodMigrationJob"
+        }
+        owners.add((reservation["metadata"].get("labels") or {}).get(LABEL_JOB))
+        if not owners & live:
+            orphans.append(reservation["metadata"]["name"])
+    return sorted(orphans)
 
 
 def _nodes(pods: list[dict[str, Any]]) -> dict[tuple[str, str], str]:

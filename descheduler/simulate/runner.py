@@ -25,15 +25,15 @@ from descheduler.controller.source import ClusterSource
 from descheduler.events import EventRecorder
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import LoadedScenario
-from descheduler.kube import CLUSTER_KINDS, MIGRATION_JOBS, RESERVATIONS, ClusterCache, KubeClient, connect
+from descheduler.kube import CLUSTER_KINDS, MIGRATION_JOBS, ClusterCache, KubeClient, connect
 from descheduler.loadsource import cache_kinds
 from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
-from descheduler.migration.objects import LABEL_JOB, TERMINAL_PHASES
+from descheduler.migration.objects import TERMINAL_PHASES
 from descheduler.migration.presence import SchedulerPresence, plan_notices
 from descheduler.policy import Policy
-from descheduler.simulate.record import SimulationRecord, phase
+from descheduler.simulate.record import SimulationRecord, orphan_reservations, phase
 
 log = structlog.get_logger(__name__)
 
@@ -126,7 +126,7 @@ class Simulation:
             self.record.evictions = round(
                 metrics.sample("descheduler_evictions_total", {"result": "success"}) - evictions_before
             )
-            self.record.orphan_reservations = self._orphans()
+            self.record.orphan_reservations = orphan_reservations(self.cluster.store)
             source.close()
             return self.record
         finally:
@@ -157,25 +157,6 @@ class Simulation:
 
     def _active_jobs(self) -> bool:
         return any(phase(job) not in TERMINAL_PHASES for job in self.cluster.store.list(MIGRATION_JOBS))
-
-    def _orphans(self) -> list[str]:
-        """Reservations still holding room whose job is gone or finished."""
-        store = self.cluster.store
-        live = {job["metadata"]["name"] for job in store.list(MIGRATION_JOBS) if phase(job) not in TERMINAL_PHASES}
-        orphans = []
-        for reservation in store.list(RESERVATIONS):
-            status = reservation.get("status") or {}
-            if status.get("phase") in ("Consumed", "Expired", "Failed"):
-                continue
-            owners = {
-                ref.get("name")
-                for ref in reservation["metadata"].get("ownerReferences") or []
-                if ref.get("kind") == "PodMigrationJob"
-            }
-            owners.add((reservation["metadata"].get("labels") or {}).get(LABEL_JOB))
-            if not owners & live:
-                orphans.append(reservation["metadata"]["name"])
-        return sorted(orphans)
 
     def close(self) -> None:
         if self.cache is not None:

@@ -1,0 +1,126 @@
+"""The soak run (benchmarks/soak.py): its auditor sees each kind of damage it counts, from the API
+alone; and a short run under faults (the smoke-sized soak) keeps every count at zero."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from benchmarks.soak import FAULT_KINDS, MID_MOVE, Auditor, SoakOptions, run_soak
+from descheduler.fakecluster.apiserver import FakeApiServer, Store
+from descheduler.fakecluster.clock import SimClock
+from descheduler.fakecluster.traces import traces_dir
+from descheduler.policy import default_policy
+from tests.fakecluster.conftest import node, pod, replicaset
+
+T0 = 1_768_478_400.0
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    store = Store(clock=SimClock(T0), pod_termination_delay=None)
+    store.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}])
+    with FakeApiServer(store=store) as srv:
+        srv.faults.start_audit()
+        yield srv
+
+
+def _auditor(server: FakeApiServer) -> Auditor:
+    return Auditor(server.store, server.faults, default_policy(), SoakOptions(moved_within=60))
+
+
+def _running(name: str, owner: dict[str, Any] | None = None, app: str = "web") -> dict[str, Any]:
+    return pod(name, node_name="n1", phase="Running", ready=True, owner=owner, app=app)
+
+
+def _job(name: str, pod_name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "descheduler.dev/v1alpha1",
+        "kind": "PodMigrationJob",
+        "metadata": {"name": name},
+        "spec": {"podRef": {"namespace": "default", "name": pod_name}},
+    }
+
+
+def _evict(server: FakeApiServer, name: str) -> None:
+    with server.api_client() as api:
+        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace="default"))
+        client.CoreV1Api(api).create_namespaced_pod_eviction(name, "default", body)
+
+
+def test_the_auditor_counts_an_eviction_with_no_job_and_none_with_one(server: FakeApiServer) -> None:
+    server.store.load([node("n1"), _running("moved"), _running("stray"), _job("job-1", "moved")])
+    auditor = _auditor(server)
+    auditor.before()
+    _evict(server, "moved")
+    _evict(server, "stray")
+    auditor.after(T0, leaders=1)
+    assert [d.split(" ")[0] for d in auditor.violations["evictedWithoutJob"]] == ["default/stray"]
+    assert "evictedTwice" not in auditor.violations and "leaderOverlap" not in auditor.violations
+
+
+def test_the_auditor_counts_a_pod_evicted_twice(server: FakeApiServer) -> None:
+    """A terminating pod can be evicted again (the API answers 200): that is the second eviction."""
+    server.store.load([node("n1"), _running("p"), _job("job-1", "p")])
+    server.store.modify("pods", "p", "default", lambda obj: obj["spec"].update(terminationGracePeriodSeconds=30))
+    auditor = _auditor(server)
+    auditor.before()
+    _evict(server, "p")
+    _evict(server, "p")
+    auditor.after(T0, leaders=1)
+    assert auditor.violations["evictedTwice"] == [f"default/p at {T0:.0f}"]
+
+
+def test_the_auditor_counts_a_pod_deleted_past_its_disruption_budget(server: FakeApiServer) -> None:
+    """The eviction API would refuse; a DELETE (the Delete eviction policy) does not ask."""
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    server.store.load([node("n1"), _running("a"), _running("b"), _job("job-1", "a"), budget])
+    auditor = _auditor(server)
+    auditor.before()
+    with server.api_client() as api:
+        client.CoreV1Api(api).delete_namespaced_pod("a", "default")
+    auditor.after(T0, leaders=1)
+    [problem] = auditor.violations["beyondPdb"]
+    assert problem.startswith("default/a") and "default/web had 2 healthy, min 2" in problem
+
+
+def test_the_auditor_counts_two_leaders_a_stale_reservation_and_a_workload_left_short(server: FakeApiServer) -> None:
+    rs = replicaset("web", 1)
+    reservation = {
+        "apiVersion": "descheduler.dev/v1alpha1",
+        "kind": "Reservation",
+        "metadata": {"name": "room", "creationTimestamp": "2026-01-15T11:00:00Z"},  # an hour before T0
+        "spec": {"nodeName": "n1", "resources": {"cpu": "1"}, "ttl": "5m"},
+        "status": {"phase": "Available"},
+    }
+    server.store.load([node("n1"), rs, reservation])
+    auditor = _auditor(server)
+    auditor.after(T0, leaders=2)
+    auditor.after(T0 + 30, leaders=1)
+    assert "podsLost" not in auditor.violations  # short for 30 s: a move may take that
+    auditor.after(T0 + 90, leaders=1)
+    assert auditor.violations["leaderOverlap"] == [f"2 leaders at {T0:.0f}"]
+    assert [d.split(":")[0] for d in auditor.violations["reservationPastTtl"]] == ["room"]
+    assert auditor.violations["podsLost"] == ["default/web: 0/1 ready for 90s"]
+
+
+@pytest.mark.skipif(traces_dir() is None, reason="the public traces are not next to the repository")
+def test_a_short_soak_under_every_kind_of_fault_keeps_every_count_at_zero() -> None:
+    """The smoke-sized soak: 20 trace nodes on the morning ramp (moves in flight for the mid-move
+    faults), ~2 simulated hours with a fault every ~100 s. Its figures go to the log on failure."""
+    options = SoakOptions(nodes=20, hours=2.0, seed=3, faults_per_hour=36, start_hour=4.5)
+    figures = run_soak(options)
+    summary = {k: v for k, v in figures.items() if k != "faultLog"}
+    assert figures["invariants"] == dict.fromkeys(figures["invariants"], 0), summary
+    assert figures["faults"] >= 60, summary
+    assert set(figures["faultsByKind"]) >= set(FAULT_KINDS) - MID_MOVE, summary
+    assert figures["movesAttempted"] > 0 and figures["evictions"] > 0, summary
+    assert figures["cycles"].get("planned", 0) > 0, summary
