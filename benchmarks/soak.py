@@ -140,7 +140,7 @@ class SoakOptions:
     nodes: int = 100
     hours: float = 24.0
     seed: int = 1
-    faults_per_hour: float = 24.0
+    faults_per_hour: float = 26.0
     tick: float = 15.0  # the cluster's step, the migration controller's period, the electors' retry period
     interval_minutes: int = 5
     client_timeout: float = 3.0  # the replicas' request timeout; slow responses exceed it
@@ -501,7 +501,8 @@ class Injector:
         def restore() -> None:
             world.policy_path.write_text(policy_text(world.options, note))
 
-        return Fault("bad-policy", now, text.splitlines()[-1][:60], until=now + rng.uniform(600, 1800), undo=restore)
+        # Fixed within 5-15 min, as when an operator sees the PolicyRejected Event.
+        return Fault("bad-policy", now, text.splitlines()[-1][:60], until=now + rng.uniform(300, 900), undo=restore)
 
     def _mid_move(self, kind: str, now: float) -> Fault | None:
         world, rng = self.world, self.rng
@@ -949,7 +950,7 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--faults-per-hour", type=float, default=24.0)
+    parser.add_argument("--faults-per-hour", type=float, default=26.0)
     parser.add_argument("--start-hour", type=float, default=0.0, help="of the trace's day, UTC")
     parser.add_argument("--output", type=Path, help="write the figures here as JSON as well")
     args = parser.parse_args()
