@@ -9,6 +9,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -21,9 +22,9 @@ from descheduler.controller.reload import PolicyFile
 from descheduler.controller.source import ClusterSource
 from descheduler.errors import InputError
 from descheduler.events import EventRecorder, ObjectRef
-from descheduler.kube import CLUSTER_KINDS, ClusterCache, connect
+from descheduler.kube import CLUSTER_KINDS, ClusterCache, KubeClient, RetryPolicy, connect
 from descheduler.loadsource import cache_kinds
-from descheduler.migration.api import MigrationApi
+from descheduler.migration.api import Evictions, MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
 from descheduler.migration.presence import SchedulerPresence, plan_notices
@@ -61,6 +62,17 @@ def pod_namespace() -> str:
         return os.environ["POD_NAMESPACE"]
     mounted = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
     return mounted.read_text().strip() if mounted.is_file() else "default"
+
+
+def eviction_client(configuration: Any, lease: LeaseConfig) -> KubeClient:
+    """The client a leader evicts pods through: no retries, each call bounded by the Lease's margin
+    (leaseDuration - renewDeadline). A leader sends an eviction at most renewDeadline after its last
+    renewal and a standby takes over no sooner than leaseDuration after it, so an eviction answered
+    or abandoned within the margin never lands while another replica leads; one retried later, or
+    held by the apiserver until etcd is back, could (the soak on the real control plane saw a pod
+    evicted by both replicas that way)."""
+    margin = lease.lease_duration - lease.renew_deadline
+    return KubeClient.from_configuration(configuration, timeout=margin, retry=RetryPolicy(max_retries=0))
 
 
 def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> int:
@@ -104,6 +116,11 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
         cleanup.callback(source.close)
         current = lambda: policy_file.policy  # noqa: E731 - read on every use: reloads take effect
         presence = SchedulerPresence(MigrationApi(kube.api_client), namespace)
+        evictions = None
+        if options.leader_elect:
+            evicting = eviction_client(kube.configuration, lease)
+            cleanup.callback(evicting.close)
+            evictions = Evictions(evicting.api_client, evicting.timeout)
         migration = (
             None
             if options.dry_run
@@ -114,6 +131,7 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
                 clock,
                 events,
                 presence=presence,
+                evictions=evictions,
             )
         )
         loop = PlanningLoop(

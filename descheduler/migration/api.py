@@ -27,6 +27,14 @@ _PDB_MESSAGE: Final = "disruption budget"
 
 
 @dataclass(frozen=True, slots=True)
+class Evictions:
+    """The client pods are evicted (or deleted) through, and the bound on each such call (seconds)."""
+
+    api_client: Any
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
 class ApiFailure(Exception):
     """A failed call: HTTP status (0 when the server was not reached), reason, message, hints."""
 
@@ -126,16 +134,24 @@ def _failure(err: Exception, verb: str, target: str) -> ApiFailure:
 
 
 class MigrationApi:
-    """The calls the migration code makes, with a timeout on each; raises ApiFailure."""
+    """The calls the migration code makes, with a timeout on each; raises ApiFailure.
 
-    def __init__(self, api_client: Any) -> None:
+    `evictions` (`Evictions`, optional) is how pods are evicted or deleted: by a leader, through a
+    client that does not retry and bounds each call, so that an eviction is answered or abandoned
+    before a standby may take the Lease over (a write the apiserver holds while etcd is away is
+    applied when etcd is back, possibly after the Lease passed to another replica; abandoned by the
+    client, it is not applied)."""
+
+    def __init__(self, api_client: Any, evictions: Evictions | None = None) -> None:
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.leases = client.CoordinationV1Api(api_client)
+        self._evicting = client.CoreV1Api(evictions.api_client) if evictions is not None else self.core
+        self._eviction_timeout: Any = evictions.timeout if evictions is not None else TIMEOUT
 
-    def _call(self, verb: str, target: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, verb: str, target: str, fn: Any, *args: Any, _timeout: Any = TIMEOUT, **kwargs: Any) -> Any:
         try:
-            return fn(*args, _request_timeout=TIMEOUT, **kwargs)
+            return fn(*args, _request_timeout=_timeout, **kwargs)
         except (client.ApiException, HTTPError, OSError) as err:
             raise _failure(err, verb, target) from None
 
@@ -261,10 +277,11 @@ class MigrationApi:
         self._call(
             "create",
             f"pods/{namespace}/{name}/eviction",
-            self.core.create_namespaced_pod_eviction,
+            self._evicting.create_namespaced_pod_eviction,
             name,
             namespace,
             body,
+            _timeout=self._eviction_timeout,
             _preload_content=False,
         )
 
@@ -276,9 +293,10 @@ class MigrationApi:
         self._call(
             "delete",
             f"pods/{namespace}/{name}",
-            self.core.delete_namespaced_pod,
+            self._evicting.delete_namespaced_pod,
             name,
             namespace,
             body=body,
+            _timeout=self._eviction_timeout,
             _preload_content=False,
         )

@@ -30,7 +30,7 @@ from descheduler import decode, metrics
 from descheduler.events import EventRecorder, EventType, ObjectRef
 from descheduler.migration import steps
 from descheduler.migration.admission import workload_facts
-from descheduler.migration.api import ApiFailure, FetchedPod, MigrationApi
+from descheduler.migration.api import ApiFailure, Evictions, FetchedPod, MigrationApi
 from descheduler.migration.arbiter import arbitrate
 from descheduler.migration.cleanup import Cleanup
 from descheduler.migration.objects import (
@@ -108,11 +108,13 @@ class MigrationController:
         backoff: Backoff | None = None,
         budget_backoff: Backoff | None = None,
         presence: SchedulerPresence | None = None,
+        evictions: Evictions | None = None,
     ) -> None:
         """`backoff` paces retries after API errors; `budget_backoff` retries after a
         PodDisruptionBudget said "not now" (default 5 s doubling to 1 min); `presence` tells whether a
-        reservation-aware scheduler answers (None: assume one does)."""
-        self.api = MigrationApi(api_client)
+        reservation-aware scheduler answers (None: assume one does); `evictions` the client and bound
+        for evicting pods (see MigrationApi; None: the shared client)."""
+        self.api = MigrationApi(api_client, evictions)
         self.presence = presence
         self.policy = policy
         self.snapshot = snapshot

@@ -5,13 +5,17 @@ test_reservation_protocol.py)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from descheduler import metrics
-from descheduler.migration.api import ApiFailure
+from descheduler.controller.command import eviction_client
+from descheduler.controller.leader import LeaseConfig
+from descheduler.migration.api import ApiFailure, Evictions
+from descheduler.migration.controller import MigrationController
 from descheduler.plan import Migration, Plan, PodKey
 
 from .conftest import (
@@ -373,3 +377,35 @@ def test_a_pass_takes_no_further_step_once_told_to_stop(make_harness: Callable[.
     assert h.phase(started) == "Succeeded"
     assert h.evictions() == 1
     api.close()
+
+
+def test_a_leaders_eviction_is_abandoned_within_the_lease_margin_and_not_retried(
+    make_harness: Callable[..., Harness],
+) -> None:
+    """An eviction the apiserver holds (etcd away) must not land after a standby may have taken the
+    Lease: through `eviction_client` it is given up within leaseDuration - renewDeadline and not
+    retried, and the job records no eviction. (The real apiserver does not apply a write whose
+    client went away while it waited for etcd; the soak on the real control plane saw a held
+    eviction land after the standby took over, and the standby evict the same pod again.)"""
+    h = make_harness()
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    lease = LeaseConfig(namespace="kube-system", identity="a", lease_duration=1.5, renew_deadline=1.0, retry_period=0.1)
+    evicting = eviction_client(h.cluster.server.configuration(), lease)
+    assert evicting.timeout == 0.5
+    controller = MigrationController(
+        h.api,
+        lambda: h.policy,
+        h.snapshot,
+        h.now,
+        h.recorder,
+        evictions=Evictions(evicting.api_client, evicting.timeout),
+    )
+    faults = h.cluster.server.faults
+    faults.delay(3.0, path="/eviction$", count=1)
+    began = time.monotonic()
+    h.run(controller, 30, until=lambda: faults.count(verb="create", path="/eviction$") >= 1)
+    assert time.monotonic() - began < 2.5  # the held answer was not waited for
+    assert faults.count(verb="create", path="/eviction$") == 1  # and the call was not retried
+    conditions = (h.job(name).get("status") or {}).get("conditions") or []
+    assert not any(c["type"] == "Evicted" for c in conditions)
+    evicting.close()
