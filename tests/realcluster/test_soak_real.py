@@ -96,6 +96,7 @@ MOVE_IN_FLIGHT = SLACK * (STARTUP + 2 * COOLDOWN + TTL)
 # A heated node is published hot and planned on within this.
 HEAT_SETTLES = 2 * INTERVAL + PUBLISH
 
+CANDIDATES = 2  # `descheduler run` processes competing for the Lease
 NODES = 4
 WORKLOADS = {"web": 24, "api": 24}
 PDB_SPARE = 2  # the PDBs allow this many disruptions, until one is tightened to none
@@ -443,6 +444,30 @@ class Controllers:
         return stretches
 
 
+# The loggers of the controller's writes (jobs, Reservations, evictions); their info records are acts.
+ACTING_LOGGERS = (
+    "descheduler.migration.pass_reads",
+    "descheduler.migration.executor",
+    "descheduler.migration.cleanup",
+    "descheduler.migration.controller",
+)
+
+
+def acts_after_losing(records: list[Obj]) -> list[str]:
+    """One process's acts (info records of ACTING_LOGGERS) after it logged losing the Lease and
+    before it became leader again."""
+    found, lost = [], False
+    for record in records:
+        event = record.get("event")
+        if event == "became leader":
+            lost = False
+        elif event == "lost the leader lease":
+            lost = True
+        elif lost and record.get("level") == "info" and record.get("logger") in ACTING_LOGGERS:
+            found.append(f"{record.get('timestamp')} {event} {record.get('job', '')}")
+    return found
+
+
 def overlaps(stretches: list[tuple[str, float, float]]) -> list[str]:
     """Every pair of leadership stretches of two candidates that share a moment."""
     found = []
@@ -464,6 +489,7 @@ class Trigger:
         self.fired = threading.Event()
         self.job = ""
         self.job_writes: list[float] = []  # wall times the controller wrote a job (not deletions)
+        self.deleted_jobs: set[str] = set()  # the recorder keeps their last state
         self._step: int | None = None
         self._lock = threading.Lock()
 
@@ -476,6 +502,8 @@ class Trigger:
     def __call__(self, kind: str, kind_type: str, obj: Obj, previous: Obj | None) -> None:
         if kind == "job" and kind_type in ("ADDED", "MODIFIED"):
             self.job_writes.append(time.time())
+        if kind == "job" and kind_type == "DELETED":
+            self.deleted_jobs.add(obj["metadata"]["name"])
         with self._lock:
             if (
                 self._step is None
@@ -515,6 +543,7 @@ class Figures:
     reservations_past_ttl: int = 0
     orphan_reservations_at_end: int = 0
     leader_overlaps: int = 0
+    acts_after_losing_lease: int = 0
     workloads_not_back: int = 0
     controller_exits_restarted: int = 0
     pods_back_seconds_max: float = 0.0
@@ -560,7 +589,7 @@ class SoakRun:
     def state(self) -> Any:
         leader = self.controllers.leader()
         return {
-            "open jobs": [summary(j) for j in self.recorder.job_list() if phase(j) not in TERMINAL],
+            "open jobs": [summary(j) for j in self.open_jobs()],
             "reservations": [(r.name, r.node, r.phases) for r in self.recorder.live_reservations()],
             "leader": leader.process.name if leader else None,
             "leader log": leader.process.tail(12) if leader else [c.process.tail(5) for c in self.controllers.alive],
@@ -584,7 +613,7 @@ class SoakRun:
     def heat_if_idle(self) -> None:
         """When no job is open and no node is hot, heat the node with the most pods (label its pods
         hot) and cool every other pod, so that node alone is hot and the others can take its load."""
-        if any(phase(j) not in TERMINAL for j in self.recorder.job_list()):
+        if self.open_jobs():
             return
         if any(u.get("cpu", 0) > NODE_CPU_M * HIGH / 100 for u in self.soak.publisher.last.values()):
             return
@@ -611,6 +640,13 @@ class SoakRun:
                     merge_patch(self.kube, path, {"metadata": {"labels": {HEAT_LABEL: "hot" if hot else None}}})
             self.heated.append(f"{node} ({len(on[node])} pods)")
         self._heated_at = time.monotonic()
+
+    def open_jobs(self) -> list[Obj]:
+        """Jobs of ours not ended and not deleted."""
+        deleted = self.trigger.deleted_jobs
+        return [
+            j for j in self.recorder.job_list() if phase(j) not in TERMINAL and j["metadata"]["name"] not in deleted
+        ]
 
     def wait_for_step(self, step: int) -> str:
         """Arm the trigger and keep moves coming until a job reaches STEPS[step]; that job's name."""
@@ -642,7 +678,7 @@ class SoakRun:
         elif kind == "race":
             for candidate in list(self.controllers.alive):
                 self.controllers.kill(candidate)
-            self.controllers.start(2)
+            self.controllers.start(CANDIDATES)
         elif kind == "delete-object":
             self._delete_object(fault.target, job)
         elif kind == "delete-node":
@@ -792,6 +828,10 @@ class SoakRun:
         found = overlaps(self.controllers.leadership())
         self.figures.leader_overlaps = len(found)
         problems += [f"leader overlap: {o}" for o in found]
+        # A step in flight when the Lease was lost may finish after it (its request was sent while
+        # leading); harmless unless another candidate leads by then, which `overlaps` counts.
+        acts = [a for c in self.controllers.all for a in acts_after_losing(c.process.records())]
+        self.figures.acts_after_losing_lease = len(acts)
         self.figures.controller_exits_restarted = self.controllers.restarts
         return problems
 
@@ -804,7 +844,7 @@ class SoakRun:
         self.recorder.start()
         self._sampler.start()
         try:
-            self.controllers.start(1)
+            self.controllers.start(CANDIDATES)  # a leader and a standby, as deploy/ runs them
             self.wait(lambda: self.controllers.leader() is not None, COMEBACK, "a leader")
             for index, fault in enumerate(self.faults):
                 self._one_fault(f"{index}:{fault.kind}", fault, seen)
@@ -821,7 +861,10 @@ class SoakRun:
         )
         jobs = self.recorder.job_list()
         figures.moves_attempted = len(jobs)
-        figures.outcomes = dict(Counter(outcome(j) for j in jobs))
+        deleted = self.trigger.deleted_jobs
+        figures.outcomes = dict(
+            Counter("deleted by hand" if j["metadata"]["name"] in deleted else outcome(j) for j in jobs)
+        )
         recoveries = list(figures.recovery_seconds.values())
         figures.recovery_seconds_median = round(statistics.median(recoveries), 3) if recoveries else 0.0
         figures.recovery_seconds_max = max(recoveries, default=0.0)
@@ -897,3 +940,15 @@ def test_the_schedule_is_the_seeds() -> None:
 def test_leader_overlap_is_two_candidates_working_at_once() -> None:
     assert overlaps([("a", 0.0, 5.0), ("b", 5.5, 9.0), ("a", 9.5, 12.0)]) == []
     assert len(overlaps([("a", 0.0, 5.0), ("b", 4.0, 9.0)])) == 1
+
+
+def test_an_act_after_losing_the_lease_is_counted() -> None:
+    def record(event: str, logger: str = "descheduler.controller.leader", **extra: str) -> Obj:
+        return {"event": event, "logger": logger, "level": "info", "timestamp": "t", **extra}
+
+    evicted = record("pod evicted", "descheduler.migration.pass_reads", job="web-1")
+    assert acts_after_losing([record("became leader"), evicted]) == []
+    assert acts_after_losing([record("became leader"), record("lost the leader lease"), evicted]) == [
+        "t pod evicted web-1"
+    ]
+    assert acts_after_losing([record("lost the leader lease"), record("became leader"), evicted]) == []
