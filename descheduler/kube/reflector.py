@@ -280,12 +280,14 @@ def _lines(response: Any) -> Iterator[bytes]:
 
 
 def _shutdown(response: Any) -> None:
-    # shutdown() unblocks a read in progress on another thread; it refuses once the connection is back in the pool.
-    with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, RuntimeError):
+    # shutdown() unblocks a read in progress on another thread; it refuses once the connection is back in
+    # the pool, and urllib3 2 raises ValueError when it was shut down already (stop() and the watch's own
+    # clean-up both call this): an error here must not hide why the watch ended, nor skip the close.
+    with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, RuntimeError, ValueError):
         shutdown = getattr(response, "shutdown", None)
         if shutdown is not None:
             shutdown()
-    with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, RuntimeError):
+    with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, RuntimeError, ValueError):
         response.release_conn()
         response.close()
 
