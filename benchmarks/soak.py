@@ -50,6 +50,7 @@ from typing import Any
 import structlog
 
 from benchmarks.quality import HIGH, LOW, START, coarse
+from descheduler.controller.command import eviction_client
 from descheduler.controller.cycle import CycleResult, PlanningLoop
 from descheduler.controller.leader import LeaderElector, LeaseConfig, election_client
 from descheduler.controller.reload import PolicyFile
@@ -67,7 +68,7 @@ from descheduler.fakecluster.traces import trace_scenario
 from descheduler.kube import CLUSTER_KINDS, MIGRATION_JOBS, RESERVATIONS, ClusterCache, connect
 from descheduler.labels import LabelSelector
 from descheduler.loadsource import cache_kinds, reader_for
-from descheduler.migration.api import MigrationApi
+from descheduler.migration.api import Evictions, MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
 from descheduler.migration.objects import TERMINAL_PHASES, parse_reservation
@@ -223,6 +224,15 @@ class Replica:
         def current() -> Policy:
             return self.policy_file.policy
 
+        lease = LeaseConfig(
+            namespace=LEASE_NAMESPACE,
+            identity=identity,
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.tick,
+        )
+        # As `descheduler run` builds them: the elector and the evictions through clients of their own.
+        self.evicting = eviction_client(self.kube.configuration, lease)
         presence = SchedulerPresence(MigrationApi(self.kube.api_client), LEASE_NAMESPACE)
         events = EventRecorder(self.kube.api_client, clock=world.clock)
         self.loop = PlanningLoop(
@@ -235,13 +245,7 @@ class Replica:
             world.clock,
             events,
             presence=presence,
-        )
-        lease = LeaseConfig(
-            namespace=LEASE_NAMESPACE,
-            identity=identity,
-            lease_duration=options.lease_duration,
-            renew_deadline=options.renew_deadline,
-            retry_period=options.tick,
+            evictions=Evictions(self.evicting.api_client, self.evicting.timeout),
         )
         # Simulated time runs faster than the wall: no rate limit, or a renewal would wait for the wall.
         self.election = election_client(self.kube.configuration, lease, qps=10_000)
@@ -274,6 +278,7 @@ class Replica:
         self.cache.stop(timeout=1.0)
         self.source.close()
         self.election.close()
+        self.evicting.close()
         self.kube.close()
 
 
