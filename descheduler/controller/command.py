@@ -66,13 +66,16 @@ def pod_namespace() -> str:
 
 def eviction_client(configuration: Any, lease: LeaseConfig) -> KubeClient:
     """The client a leader evicts pods through: no retries, each call bounded by the Lease's margin
-    (leaseDuration - renewDeadline). A leader sends an eviction at most renewDeadline after its last
-    renewal and a standby takes over no sooner than leaseDuration after it, so an eviction answered
-    or abandoned within the margin never lands while another replica leads; one retried later, or
-    held by the apiserver until etcd is back, could (the soak on the real control plane saw a pod
-    evicted by both replicas that way)."""
-    margin = lease.lease_duration - lease.renew_deadline
-    return KubeClient.from_configuration(configuration, timeout=margin, retry=RetryPolicy(max_retries=0))
+    (leaseDuration - renewDeadline - retryPeriod). A leader notices a renewal deadline missed within
+    a retry period and stops before its next step, so it sends an eviction at most renewDeadline +
+    retryPeriod after its last renewal, and a standby takes over no sooner than leaseDuration after
+    it: an eviction answered or given up within the margin never lands while another replica leads;
+    one retried later, or held by the apiserver until etcd is back, could (the soak on the real
+    control plane saw a pod evicted by both replicas that way). A configuration with no margin left
+    gets one retry period."""
+    margin = lease.lease_duration - lease.renew_deadline - lease.retry_period
+    timeout = max(margin, lease.retry_period)
+    return KubeClient.from_configuration(configuration, timeout=timeout, retry=RetryPolicy(max_retries=0))
 
 
 def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> int:
