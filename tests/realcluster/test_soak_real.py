@@ -468,6 +468,89 @@ def acts_after_losing(records: list[Obj]) -> list[str]:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One write of the controllers' ServiceAccount, from the audit log."""
+
+    name: str  # the object's
+    what: str  # "create pods/eviction", "update podmigrationjobs/status", …
+    received: float
+    completed: float
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    """A write a candidate logged (an info record of ACTING_LOGGERS): when, what, on which objects."""
+
+    at: float
+    event: str
+    names: frozenset[str]  # the job's name (its Reservation's too) and its pod's
+
+
+def acts_of(records: list[Obj]) -> list[Act]:
+    found = []
+    for record in records:
+        if record.get("level") == "info" and record.get("logger") in ACTING_LOGGERS and "timestamp" in record:
+            names = {str(record.get("job", "")), str(record.get("pod", "")).rpartition("/")[2]} - {""}
+            found.append(Act(iso_seconds(record["timestamp"]), str(record.get("event")), frozenset(names)))
+    return found
+
+
+# The log record of a write follows its answer; the audit log's clock and the process's are the same.
+CLOCK_SLACK = 0.05
+# The writes an act's log record reports (any other act: the job's status).
+JOB_STATUS = frozenset({"update podmigrationjobs/status", "patch podmigrationjobs/status"})
+WRITES_OF = {
+    "pod evicted": frozenset({"create pods/eviction", "delete pods"}),
+    "reservation created": frozenset({"create reservations"}),
+    "reservation released": frozenset({"delete reservations"}),
+    "deleted an orphan reservation": frozenset({"delete reservations"}),
+    "reservation expired": frozenset({"update reservations/status", "patch reservations/status"}),
+    "migration job created": frozenset({"create podmigrationjobs"}),
+}
+
+
+@dataclass
+class Takeovers:
+    """What candidates did after another became leader, while they still worked."""
+
+    overlaps: list[str] = field(default_factory=list)  # writes sent after the takeover
+    landed_late: list[str] = field(default_factory=list)  # sent before it, applied after it
+    evictions_landed_late: list[str] = field(default_factory=list)
+
+
+def judge_takeovers(
+    stretches: list[tuple[str, float, float]], acts: dict[str, list[Act]], writes: list[Write]
+) -> Takeovers:
+    """For every act of a candidate P logged after another candidate Q became leader within P's
+    stretch: the audit log's write it reports (the last one on its objects answered before it was
+    logged) sent after Q's takeover is a leader overlap; one sent before it and applied after (a
+    request the apiserver held while etcd was away) landed late."""
+    judged = Takeovers()
+    for one, one_from, one_to in stretches:
+        for other, other_from, _ in stretches:
+            if other == one or not one_from < other_from < one_to:
+                continue
+            for act in acts.get(one, []):
+                if not other_from <= act.at <= one_to:
+                    continue
+                kinds = WRITES_OF.get(act.event, JOB_STATUS)
+                done = [
+                    w for w in writes if w.name in act.names and w.what in kinds and w.completed <= act.at + CLOCK_SLACK
+                ]
+                write = max(done, key=lambda w: w.completed, default=None)
+                said = f"{one}'s {act.event} {sorted(act.names)} after {other} became leader"
+                if write is None or write.received >= other_from:
+                    judged.overlaps.append(f"{said}: sent {write.received - other_from if write else 0:+.3f}s after")
+                elif write.completed >= other_from:
+                    judged.landed_late.append(
+                        f"{said}: {write.what} sent before, applied {write.completed - other_from:.3f}s after"
+                    )
+                    if write.what in ("create pods/eviction", "delete pods"):
+                        judged.evictions_landed_late.append(judged.landed_late[-1])
+    return judged
+
+
 def overlaps(stretches: list[tuple[str, float, float]]) -> list[str]:
     """Every pair of leadership stretches of two candidates that share a moment."""
     found = []
@@ -542,7 +625,10 @@ class Figures:
     evictions_without_job: int = 0
     reservations_past_ttl: int = 0
     orphan_reservations_at_end: int = 0
-    leader_overlaps: int = 0
+    leader_overlaps: int = 0  # writes a candidate sent after another became leader
+    leadership_stretches_overlapping: int = 0  # "became leader" .. "stopped work" of two candidates
+    writes_landed_after_takeover: int = 0  # sent while leading, applied after another took over
+    evictions_landed_after_takeover: int = 0
     acts_after_losing_lease: int = 0
     workloads_not_back: int = 0
     controller_exits_restarted: int = 0
@@ -611,10 +697,9 @@ class SoakRun:
     # ------------------------------------------------------------------ moves
 
     def heat_if_idle(self) -> None:
-        """When no job is open and no node is hot, heat the node with the most pods (label its pods
-        hot) and cool every other pod, so that node alone is hot and the others can take its load."""
-        if self.open_jobs():
-            return
+        """When no node is hot, heat the node with the most pods (label its pods hot) and cool every
+        other pod, so that node alone is hot and the others can take its load. (Jobs may still be
+        open: one whose Reservation or target went away waits out its TTL, moving nothing.)"""
         if any(u.get("cpu", 0) > NODE_CPU_M * HIGH / 100 for u in self.soak.publisher.last.values()):
             return
         # The last heat is published and planned on before another is judged necessary.
@@ -784,6 +869,20 @@ class SoakRun:
                 found.append(event)
         return found
 
+    def writes(self) -> list[Write]:
+        """Every write the controllers' ServiceAccount made, from the audit log."""
+        found = []
+        for event in self.soak.plane.audit_events(installed.user(installed.CONTROLLER)):
+            ref = event.get("objectRef") or {}
+            if event.get("verb") not in ("create", "update", "patch", "delete") or not ref.get("name"):
+                continue
+            what = f"{event['verb']} {ref.get('resource', '')}" + (
+                f"/{ref['subresource']}" if ref.get("subresource") else ""
+            )
+            received, completed = iso_seconds(event["requestReceivedTimestamp"]), iso_seconds(event["stageTimestamp"])
+            found.append(Write(ref["name"], what, received, completed))
+        return found
+
     def comeback(self, ended: float) -> float | None:
         """Seconds from `ended` to the controller's first sign of work after it: a cycle planned or a
         job written (None: not yet)."""
@@ -825,13 +924,21 @@ class SoakRun:
         past = {n: a for n, a in self.reservation_ages.items() if a > TTL + RESERVATION_GRACE}
         self.figures.reservations_past_ttl = len(past)
         problems += [f"reservation {n} lived {a:.0f}s (TTL {TTL:g}s)" for n, a in sorted(past.items())]
-        found = overlaps(self.controllers.leadership())
-        self.figures.leader_overlaps = len(found)
-        problems += [f"leader overlap: {o}" for o in found]
-        # A step in flight when the Lease was lost may finish after it (its request was sent while
-        # leading); harmless unless another candidate leads by then, which `overlaps` counts.
-        acts = [a for c in self.controllers.all for a in acts_after_losing(c.process.records())]
-        self.figures.acts_after_losing_lease = len(acts)
+        stretches = self.controllers.leadership()
+        self.figures.leadership_stretches_overlapping = len(overlaps(stretches))
+        acts = {c.process.name: acts_of(c.process.records()) for c in self.controllers.all}
+        judged = judge_takeovers(stretches, acts, self.writes())
+        self.figures.leader_overlaps = len(judged.overlaps)
+        problems += [f"leader overlap: {o}" for o in judged.overlaps]
+        # A write in flight when the Lease was lost (the apiserver holding it while etcd is away) may
+        # be applied after a standby took over: a figure for status updates and Reservations (the
+        # resourceVersion and the job's fixed names make them safe); never for an eviction, which
+        # eviction_client bounds so that it cannot.
+        self.figures.writes_landed_after_takeover = len(judged.landed_late)
+        self.figures.evictions_landed_after_takeover = len(judged.evictions_landed_late)
+        problems += [f"eviction landed after the takeover: {e}" for e in judged.evictions_landed_late]
+        losing = [a for c in self.controllers.all for a in acts_after_losing(c.process.records())]
+        self.figures.acts_after_losing_lease = len(losing)
         self.figures.controller_exits_restarted = self.controllers.restarts
         return problems
 
@@ -952,3 +1059,27 @@ def test_an_act_after_losing_the_lease_is_counted() -> None:
         "t pod evicted web-1"
     ]
     assert acts_after_losing([record("lost the leader lease"), record("became leader"), evicted]) == []
+
+
+def test_a_takeover_tells_a_write_sent_after_it_from_one_that_landed_late() -> None:
+    stretches = [("a", 0.0, 10.0), ("b", 8.0, 20.0)]
+    acts = {
+        "a": [
+            Act(5.0, "pod evicted", frozenset({"j1", "p1"})),  # before the takeover: not judged
+            Act(8.5, "replacement bound", frozenset({"j1", "p1"})),  # sent at 7, held, applied at 8.4
+            Act(9.5, "pod evicted", frozenset({"j2", "p2"})),  # sent at 9: after b became leader
+        ]
+    }
+    writes = [
+        Write("p1", "create pods/eviction", 4.9, 4.95),
+        Write("j1", "update podmigrationjobs/status", 7.0, 8.4),
+        Write("p2", "create pods/eviction", 9.0, 9.4),
+    ]
+    judged = judge_takeovers(stretches, acts, writes)
+    assert len(judged.overlaps) == 1 and "pod evicted ['j2', 'p2']" in judged.overlaps[0]
+    assert len(judged.landed_late) == 1 and "update podmigrationjobs/status" in judged.landed_late[0]
+    assert judged.evictions_landed_late == []
+    late_eviction = judge_takeovers(
+        stretches, {"a": [Act(8.5, "pod evicted", frozenset({"p3"}))]}, [Write("p3", "create pods/eviction", 7.5, 8.45)]
+    )
+    assert len(late_eviction.evictions_landed_late) == 1
