@@ -13,8 +13,11 @@ injected at seeded random steps of a move in flight:
 A controller that exits (it lost the Lease while the API was away) is started again, as Kubernetes
 would restart its pod. Counted from the API, the audit log and the controllers' logs after every
 fault and at the end: evictions while a PDB allowed none, pods evicted twice, pods deleted by the
-controller, Reservations older than their TTL and left at the end, leader overlap, workloads not
-back to their replicas Ready within a bound, and how long the controller took to come back.
+controller, Reservations older than their TTL and left at the end, leader overlap (a write that a
+candidate sent after another became leader; one sent before and held by the apiserver until etcd
+came back is counted apart, and must not be an eviction), workloads not back to their replicas
+Ready within a bound, and how long the controller took to come back (from the fault's end to its
+next cycle planned or job written).
 `SOAK_REAL_SEED` picks the schedule, `SOAK_REAL_ROUNDS` how many times every fault is injected,
 `SOAK_REAL_REPORT` a file for the figures as JSON.
 """
