@@ -813,15 +813,16 @@ class SoakRun:
             return set(self.recorder.jobs)
 
     def _tighten_pdb(self, job: str) -> None:
-        """minAvailable raised to the workload's healthy pods now (no disruption allowed) until an
-        eviction of it was refused or the job ended, then put back."""
+        """minAvailable raised to the workload's pod count (its replicas), so no disruption is allowed
+        whatever is Ready at the moment, until an eviction of it was refused or the job ended; then
+        put back. (Raised to the healthy count read at one moment, it allows one again as soon as a
+        replacement that was not Ready yet becomes so: an eviction then is no breach.)"""
         found = self.recorder.jobs.get(job) or {}
         pod_name = ((found.get("spec") or {}).get("podRef") or {}).get("name", "")
         workload = next((w for w in WORKLOADS if pod_name.startswith(f"{w}-")), next(iter(WORKLOADS)))
         path = f"/apis/policy/v1/namespaces/{self.soak.namespace}/poddisruptionbudgets/{workload}"
-        healthy = int(self.kube.get_json(path)["status"].get("currentHealthy", WORKLOADS[workload]))
-        merge_patch(self.kube, path, {"spec": {"minAvailable": healthy}})
-        since = time.time()
+        merge_patch(self.kube, path, {"spec": {"minAvailable": WORKLOADS[workload]}})
+        since = time.time()  # evictions received from now on find the budget at none (or not yet observed)
 
         def refused_or_ended() -> bool:
             return self._ended(job) or any(
