@@ -141,7 +141,7 @@ class SoakOptions:
     nodes: int = 100
     hours: float = 24.0
     seed: int = 1
-    faults_per_hour: float = 26.0
+    faults_per_hour: float = 32.0
     tick: float = 15.0  # the cluster's step, the migration controller's period, the electors' retry period
     interval_minutes: int = 5
     client_timeout: float = 3.0  # the replicas' request timeout; slow responses exceed it
@@ -512,7 +512,7 @@ class Injector:
     def _mid_move(self, kind: str, now: float) -> Fault | None:
         world, rng = self.world, self.rng
         store = world.cluster.store
-        jobs = [j for j in store.list(MIGRATION_JOBS) if phase(j) == "Running"]
+        jobs = [j for j in store.list(MIGRATION_JOBS) if phase(j) not in TERMINAL_PHASES]
         if not jobs:
             return None
         job = rng.choice(jobs)
@@ -955,7 +955,7 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--faults-per-hour", type=float, default=26.0)
+    parser.add_argument("--faults-per-hour", type=float, default=32.0)
     parser.add_argument("--start-hour", type=float, default=0.0, help="of the trace's day, UTC")
     parser.add_argument("--output", type=Path, help="write the figures here as JSON as well")
     args = parser.parse_args()
