@@ -921,7 +921,11 @@ class SoakRun:
         ]
         self.figures.pods_deleted_by_controller = len(deleted)
         problems += [f"the controller deleted pod {(e.get('objectRef') or {}).get('name')}" for e in deleted]
-        subjects = {((j.get("spec") or {}).get("podRef") or {}).get("name") for j in self.recorder.job_list()}
+        # The recorder's watch may lag just after an apiserver restart: the jobs listed now count too.
+        listed = patiently(lambda: self.kube.get_json(PMJ_PATH)["items"], "the jobs listed")
+        subjects = {
+            ((j.get("spec") or {}).get("podRef") or {}).get("name") for j in [*self.recorder.job_list(), *listed]
+        }
         stray = sorted({e["_pod"] for e in succeeded} - subjects)
         self.figures.evictions_without_job = len(stray)
         problems += [f"pod {pod} evicted but no job moves it" for pod in stray]
