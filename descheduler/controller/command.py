@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -137,9 +138,10 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
                 evictions=evictions,
             )
         )
+        work_stop = threading.Event()  # set when this replica stops leading: no job is submitted then
         loop = PlanningLoop(
             source,
-            Executor(kube.api_client, current),
+            Executor(kube.api_client, current, stop=work_stop),
             current,
             clock,
             dry_run=options.dry_run,
@@ -160,6 +162,7 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
             migration,
             elector if options.leader_elect else None,
             Options(health_host=options.host, health_port=options.port),
+            work_stop,
         )
         log.info(
             "descheduler starting",

@@ -54,13 +54,16 @@ class ControllerProcess:
         migration: Reconciler | None,
         elector: Callable[[Callable[[], None], Callable[[], None]], LeaderElector] | None,
         options: Options,
+        work_stop: threading.Event | None = None,
     ) -> None:
+        """`work_stop` is set while the leader's work stops (shared with what must stop with it, such
+        as the executor; a new event when not given)."""
         self.policy_file = policy_file
         self.loop = loop
         self.migration = migration
         self.options = options
         self.stop = threading.Event()  # the process is shutting down
-        self._work_stop = threading.Event()  # the leader's work is stopping
+        self._work_stop = work_stop or threading.Event()  # the leader's work is stopping
         self._cycle_lock = threading.Lock()
         self._scheduler: BackgroundScheduler | None = None
         self._migration_thread: threading.Thread | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -100,11 +101,18 @@ def job_body(move: Migration, pod: Pod | None, cycle: str, policy: Policy, snaps
 
 
 class Executor:
-    """`submit(plan, snapshot)` creates a job per planned move and returns the jobs' names."""
+    """`submit(plan, snapshot)` creates a job per planned move and returns the jobs' names.
 
-    def __init__(self, api_client: Any, policy: Callable[[], Policy] | Policy) -> None:
+    `stop`, when given, is set while this replica's work is stopping (the Lease lost, shutting
+    down): no job is created then, so a cycle that outlasted the Lease (its listing waiting on an
+    apiserver without etcd) does not submit moves next to the new leader's."""
+
+    def __init__(
+        self, api_client: Any, policy: Callable[[], Policy] | Policy, *, stop: threading.Event | None = None
+    ) -> None:
         self.api = MigrationApi(api_client)
         self._policy = policy
+        self._stop = stop
 
     def _current_policy(self) -> Policy:
         return self._policy() if callable(self._policy) else self._policy
@@ -133,6 +141,9 @@ class Executor:
         pods = {p.key: p for p in snapshot.pods}
         names: list[str] = []
         for move in plan.migrations:
+            if self._stop is not None and self._stop.is_set():
+                log.warning("work stopped: no further migration job created", moves=len(plan.migrations) - len(names))
+                break
             key = str(move.pod)
             pod = pods.get(key)
             uid = move.uid or (pod.uid if pod is not None else "")

@@ -16,6 +16,7 @@ from descheduler.controller.command import eviction_client
 from descheduler.controller.leader import LeaseConfig
 from descheduler.migration.api import ApiFailure, Evictions
 from descheduler.migration.controller import MigrationController
+from descheduler.migration.executor import Executor
 from descheduler.plan import Migration, Plan, PodKey
 
 from .conftest import (
@@ -409,3 +410,29 @@ def test_a_leaders_eviction_is_abandoned_within_the_lease_margin_and_not_retried
     conditions = (h.job(name).get("status") or {}).get("conditions") or []
     assert not any(c["type"] == "Evicted" for c in conditions)
     evicting.close()
+
+
+def test_a_cycle_that_outlasted_the_lease_submits_no_job(make_harness: Callable[..., Harness]) -> None:
+    """The executor's work-stop is set (the Lease lost) while it lists the live jobs, as when that
+    listing waits on an apiserver without etcd: it creates no job, so the ex-leader does not submit
+    moves next to the new leader's. (The soak on the real control plane saw a replica create two
+    jobs 0.8 s after the standby took over, for pods the new leader had just made jobs for.)"""
+    h = make_harness(hot_cluster_objects(web_on_a=3))
+    first, second = h.plan_move("web-0", "node-c"), h.plan_move("web-1", "node-d")
+    plan = Plan(now=h.now(), migrations=(*first.migrations, *second.migrations))
+    stop = threading.Event()
+    api = h.cluster.api_client()
+    send = api.rest_client.request
+
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        response = send(method, url, *args, **kwargs)
+        if method == "GET" and url.split("?")[0].endswith("/podmigrationjobs"):
+            stop.set()  # leadership lost while the listing was answered
+        return response
+
+    api.rest_client.request = request
+    assert Executor(api, lambda: h.policy, stop=stop).submit(plan, h.snapshot()) == []
+    assert h.cluster.store.list(JOBS) == []
+    # A leader whose work goes on submits both.
+    assert len(Executor(api, lambda: h.policy, stop=threading.Event()).submit(plan, h.snapshot())) == 2
+    api.close()
