@@ -526,3 +526,42 @@ def running(process: OurProcess) -> Iterator[OurProcess]:
         yield process
     finally:
         process.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyTimings:
+    interval: float  # the cycle
+    ttl: float  # a job's, and so its Reservation's
+    cooldown: float  # the policy's cooldown and the workload limiter's window
+    per_window: int  # moves per workload per window
+    high: int = 70  # cpu percent
+    low: int = 45
+
+
+def controller_policy(run: str, namespace: str, timings: PolicyTimings) -> str:
+    """The controller's policy for the nodes labelled with `run` and the pods of `namespace`."""
+    t = timings
+    return f"""\
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+interval: {t.interval:g}s
+loadSource: {{type: nodeMetric}}
+nodeSelector: {{matchLabels: {{{RUN_LABEL}: "{run}"}}}}
+evictor:
+  namespaces: {{include: ["{namespace}"]}}
+strategies:
+  - name: LowNodeLoad
+    args:
+      lowThresholds: {{cpu: {t.low}, memory: 55}}
+      highThresholds: {{cpu: {t.high}, memory: 80}}
+migration:
+  ttl: {t.ttl:g}s
+  cooldown: {t.cooldown:g}s
+  maxMigratingPerNode: 4
+  maxMigratingPerWorkload: "50%"
+  maxUnavailablePerWorkload: "50%"
+  objectLimiters:
+    workload: {{duration: {t.cooldown:g}s, maxMigrating: {t.per_window}}}
+  evictQPS: 20
+  evictBurst: 5
+"""

@@ -36,7 +36,9 @@ from moves_support import (
     LeaseTimings,
     MoveRecorder,
     OurProcess,
+    PolicyTimings,
     clean_up,
+    controller_policy,
     controller_process,
     cordon,
     create_test_nodes,
@@ -86,30 +88,7 @@ def needed_moves(pods_per_node: list[int]) -> int:
 
 
 def policy_text(run: str, namespace: str) -> str:
-    return f"""\
-apiVersion: descheduler.dev/v1alpha1
-kind: DeschedulerPolicy
-interval: {INTERVAL:g}s
-loadSource: {{type: nodeMetric}}
-nodeSelector: {{matchLabels: {{realcluster.descheduler.dev/run: "{run}"}}}}
-evictor:
-  namespaces: {{include: ["{namespace}"]}}
-strategies:
-  - name: LowNodeLoad
-    args:
-      lowThresholds: {{cpu: {LOW}, memory: 55}}
-      highThresholds: {{cpu: {HIGH}, memory: 80}}
-migration:
-  ttl: {TTL:g}s
-  cooldown: {COOLDOWN:g}s
-  maxMigratingPerNode: 4
-  maxMigratingPerWorkload: "50%"
-  maxUnavailablePerWorkload: "50%"
-  objectLimiters:
-    workload: {{duration: {COOLDOWN:g}s, maxMigrating: {PER_WINDOW}}}
-  evictQPS: 20
-  evictBurst: 5
-"""
+    return controller_policy(run, namespace, PolicyTimings(INTERVAL, TTL, COOLDOWN, PER_WINDOW, HIGH, LOW))
 
 
 EXTENDER_POLICY = """\

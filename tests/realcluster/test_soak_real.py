@@ -46,11 +46,12 @@ from moves_support import (
     LOAD_AWARE_SCHEDULER,
     PMJ_PATH,
     RESERVATION_PATH,
-    RUN_LABEL,
     STEPS,
     LeaseTimings,
     MoveRecorder,
     OurProcess,
+    PolicyTimings,
+    controller_policy,
     controller_process,
     create_namespace,
     create_test_nodes,
@@ -140,30 +141,7 @@ FAULT_STEPS = {
 
 
 def policy_text(run: str, namespace: str, *, valid: bool = True) -> str:
-    text = f"""\
-apiVersion: descheduler.dev/v1alpha1
-kind: DeschedulerPolicy
-interval: {INTERVAL:g}s
-loadSource: {{type: nodeMetric}}
-nodeSelector: {{matchLabels: {{{RUN_LABEL}: "{run}"}}}}
-evictor:
-  namespaces: {{include: ["{namespace}"]}}
-strategies:
-  - name: LowNodeLoad
-    args:
-      lowThresholds: {{cpu: {LOW}, memory: 55}}
-      highThresholds: {{cpu: {HIGH}, memory: 80}}
-migration:
-  ttl: {TTL:g}s
-  cooldown: {COOLDOWN:g}s
-  maxMigratingPerNode: 4
-  maxMigratingPerWorkload: "50%"
-  maxUnavailablePerWorkload: "50%"
-  objectLimiters:
-    workload: {{duration: {COOLDOWN:g}s, maxMigrating: {PER_WINDOW}}}
-  evictQPS: 20
-  evictBurst: 5
-"""
+    text = controller_policy(run, namespace, PolicyTimings(INTERVAL, TTL, COOLDOWN, PER_WINDOW, HIGH, LOW))
     # An unknown field: `policy validate` names it; the controller must keep its last valid policy.
     return text if valid else text + "notAField: pushed by hand\n"
 
