@@ -109,7 +109,7 @@ def test_the_auditor_counts_two_leaders_a_stale_reservation_and_a_workload_left_
     auditor.after(T0 + 90, leaders=1)
     assert auditor.violations["leaderOverlap"] == [f"2 leaders at {T0:.0f}"]
     assert [d.split(":")[0] for d in auditor.violations["reservationPastTtl"]] == ["room"]
-    assert auditor.violations["podsLost"] == ["default/web: 0/1 ready for 90s"]
+    assert auditor.violations["podsLost"] == [f"default/web: 0/1 ready for 90s at {T0 + 90:.0f}"]
 
 
 @pytest.mark.skipif(traces_dir() is None, reason="the public traces are not next to the repository")
@@ -124,3 +124,16 @@ def test_a_short_soak_under_every_kind_of_fault_keeps_every_count_at_zero() -> N
     assert set(figures["faultsByKind"]) >= set(FAULT_KINDS) - MID_MOVE, summary
     assert figures["movesAttempted"] > 0 and figures["evictions"] > 0, summary
     assert figures["cycles"].get("planned", 0) > 0, summary
+
+
+def test_a_workload_short_after_a_fault_deleted_its_node_is_reported_apart(server: FakeApiServer) -> None:
+    rs = replicaset("web", 1)
+    server.store.load([node("n1"), rs, _running("web-0", owner=rs), _job("job-1", "web-0")])
+    auditor = _auditor(server)
+    auditor.node_deleted("n1", {"spec": {"podRef": {"namespace": "default", "name": "web-0"}}})
+    server.store.delete("nodes", "n1")
+    server.store.delete("pods", "web-0", "default", grace_period_seconds=0)  # the pod GC's doing
+    auditor.after(T0, leaders=1)
+    auditor.after(T0 + 90, leaders=1)
+    assert "podsLost" not in auditor.violations
+    assert auditor.short_after_node_loss == [f"default/web: 0/1 ready for 90s at {T0 + 90:.0f}"]
