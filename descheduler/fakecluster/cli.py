@@ -69,7 +69,9 @@ def serve(
             raise InputError(listen_error(HOST, exporter_port or 0, error).message, field="--exporter-port") from None
     cluster.start()
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Both stop it cleanly, SIGINT too when the process was started with it ignored (a background
+    # job of a shell without job control), where Python would not raise KeyboardInterrupt.
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         if kubeconfig_out is not None:
             try:
@@ -87,7 +89,8 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         cluster.stop()
         typer.echo("simulated cluster stopped")
 

@@ -8,14 +8,16 @@ from pathlib import Path
 from kubernetes import client, config
 
 
-def serve(*args: str) -> subprocess.Popen[str]:
-    """`descheduler sim serve --port 0 ARGS` as a process."""
+def serve(*args: str, sigint_ignored: bool = False) -> subprocess.Popen[str]:
+    """`descheduler sim serve --port 0 ARGS` as a process (started with SIGINT ignored, as a
+    background job of a shell without job control is, when `sigint_ignored`)."""
     return subprocess.Popen(
         [sys.executable, "-m", "descheduler", "sim", "serve", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
     )
 
 
@@ -91,3 +93,15 @@ def test_sim_serve_refuses_a_scrape_config_without_an_exporter(tmp_path: Path) -
     )
     assert proc.returncode == 1
     assert proc.stderr.strip() == "error: --scrape-config-out: needs --exporter-port (the exporter it configures)"
+
+
+def test_sim_serve_stops_on_sigint_even_when_started_with_it_ignored(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = serve("--kubeconfig-out", str(kubeconfig), sigint_ignored=True)
+    try:
+        wait_for_file(proc, kubeconfig)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+    assert "stopped" in out
