@@ -79,8 +79,6 @@ from descheduler.simulate.record import limit_violations, orphan_reservations, p
 from descheduler.simulate.runner import settle
 from descheduler.timestamps import parse_time
 
-log = structlog.get_logger(__name__)
-
 LEASE_NAMESPACE = "kube-system"
 EVICTION = re.compile(r"/namespaces/([^/]+)/pods/([^/]+)/eviction$")
 POD = re.compile(r"/namespaces/([^/]+)/pods/([^/]+)$")
@@ -584,15 +582,16 @@ class Injector:
 
     def ready(self, now: float) -> None:
         """A leader with a synced cache at `now` (it answers /readyz): back from every ended fault."""
-        for fault in self.faults:
-            if fault.ready is None and fault.ended is not None and fault.ended <= now:
-                fault.ready = now
+        self._reached("ready", now)
 
     def recovered(self, now: float) -> None:
         """A cycle planned at `now`: every fault that had ended by then has been recovered from."""
+        self._reached("recovered", now)
+
+    def _reached(self, moment: str, now: float) -> None:
         for fault in self.faults:
-            if fault.recovered is None and fault.ended is not None and fault.ended <= now:
-                fault.recovered = now
+            if getattr(fault, moment) is None and fault.ended is not None and fault.ended <= now:
+                setattr(fault, moment, now)
 
     def finish(self) -> None:
         for fault in self.faults:
@@ -631,7 +630,7 @@ class Auditor:
     healthy_before: dict[str, tuple[int, int, LabelSelector]] = field(default_factory=dict)
     ready_before: set[str] = field(default_factory=set)
     labels_before: dict[str, dict[str, str]] = field(default_factory=dict)
-    overlap_steps: int = 0
+    stale_reservations: set[str] = field(default_factory=set)  # reported past their TTL
 
     def violation(self, what: str, detail: str) -> None:
         self.violations.setdefault(what, []).append(detail)
@@ -660,7 +659,6 @@ class Auditor:
     def after(self, now: float, leaders: int) -> None:
         store = self.store
         if leaders > 1:
-            self.overlap_steps += 1
             self.violation("leaderOverlap", f"{leaders} leaders at {now:.0f}")
         for job in store.list(MIGRATION_JOBS):
             self.jobs[job["metadata"]["name"]] = job
@@ -712,7 +710,8 @@ class Auditor:
             ttl = parse_reservation(reservation).spec.ttl.total_seconds()
             if now - created > ttl + grace:
                 name = reservation["metadata"]["name"]
-                if not any(name in d for d in self.violations.get("reservationPastTtl", [])):
+                if name not in self.stale_reservations:
+                    self.stale_reservations.add(name)
                     self.violation("reservationPastTtl", f"{name}: {now - created:.0f}s old, ttl {ttl:.0f}s")
 
     def _workloads(self, now: float, pods: list[dict[str, Any]]) -> None:
