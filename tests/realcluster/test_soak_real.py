@@ -82,7 +82,9 @@ COOLDOWN = 5.0
 PER_WINDOW = 2  # moves per workload per COOLDOWN
 PUBLISH = 2.0  # the NodeMetric publisher's period
 MIGRATION_PERIOD = 2.0  # `descheduler run`'s migration pass (its default)
-LEASE = LeaseTimings(duration=3.0, renew_deadline=2.0, retry_period=0.25)
+# A 1.5 s margin (duration - renewDeadline - retryPeriod) for the ex-leader to stop: with 0.75 s, on the
+# loaded 2-core CI machine an ex-leader once began an eviction 25 ms after the takeover (etcd fault, seed 18).
+LEASE = LeaseTimings(duration=4.0, renew_deadline=2.0, retry_period=0.5)
 STARTUP = 30.0  # a process importing, listing and syncing on a busy two-core machine
 SLACK = 2.0
 # A Reservation may outlive its TTL by the sweeper's period (it runs every migration pass).
