@@ -73,7 +73,7 @@ scheduling:
   #   usageAggregationType: p95     # avg | p50 | p90 | p95 | p99
   #   usageAggregatedDuration: 5m   # default: the longest window the source reports
   nodeMetricExpirationSeconds: 180  # a node metric older than this is stale
-  filterExpiredNodeMetrics: true    # stale node: not a target...
+  filterExpiredNodeMetrics: true    # stale node: not a target (a pod's own reserved room excepted)...
   enableScheduleWhenNodeMetricsExpired: false   # ...unless this is true
   # A new pod's usage is estimated as this percent of its limit (or request when it has no limit).
   estimatedScalingFactors: {cpu: 85, memory: 70}

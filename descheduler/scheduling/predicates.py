@@ -409,12 +409,16 @@ def load_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -
     expired = np.zeros(n, dtype=np.bool_)
     if args.filter_expired_node_metrics:
         stale = np.asarray(table.metric == METRIC_EXPIRED)
-        # Stale metrics make a node unschedulable for load-aware placement, unless explicitly allowed.
+        # Stale metrics make a node unschedulable for load-aware placement, unless explicitly allowed,
+        # or unless the pod holds a reservation there: that room was checked on fresh metrics when it
+        # was made, and refusing it while metrics pause would leave the moved workload short.
         if args.enable_schedule_when_node_metrics_expired:
             reject &= ~stale
         else:
-            expired = stale
-            reject = stale.copy()
+            held = np.zeros(n, dtype=np.bool_)
+            held[[row for row, _ in credit]] = True
+            expired = stale & ~held
+            reject = expired.copy()
         reject |= np.asarray(any_over & (table.metric == METRIC_FRESH))
     return LoadCheck(over, after, thresholds, basis, expired, ~reject)
 

@@ -338,6 +338,19 @@ def test_load_filter_expired_metric_flags(
     assert reason(objs, "p", "n1", **args) == expected
 
 
+def test_expired_metric_does_not_refuse_the_pod_its_own_reservation() -> None:
+    # The room was checked on fresh metrics when it was reserved; a metrics pause after that must not
+    # leave the moved workload without its replacement. Other pods are still refused the stale node.
+    objs = [
+        *loaded("n1", "7", at=STALE),
+        reservation("r1", "n1", {"cpu": "1"}, owner="web"),
+        pod("p", cpu="1", owner="web"),
+        pod("q", cpu="1", owner="other"),
+    ]
+    assert reason(objs, "p", "n1") is None
+    assert reason(objs, "q", "n1") == "node metric expired (600s old > 180s)"
+
+
 def test_load_filter_node_without_metric_passes() -> None:
     objs = [node("n1"), pod("busy", "n1", cpu="7"), pod("p", cpu="500m")]
     assert reason(objs, "p", "n1") is None
