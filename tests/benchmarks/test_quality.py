@@ -1,8 +1,11 @@
-"""The quality benchmark's parts on tiny clusters: the exact minimum of moves, the upstream-like
-baseline strategy and spread scheduler, and one short simulated run with its metrics (no timing)."""
+"""The quality benchmark's own parts on tiny clusters: the hindsight minimum, the metrics read from a
+run, the targets' verdict, the picture, and a smoke-sized simulated run of every family with every
+contender (no timing)."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,14 +13,21 @@ import pytest
 from benchmarks.baseline import SpreadScheduler, baseline_policy_text, register_baseline
 from benchmarks.quality import (
     HIGH,
+    LIMITS,
     LOW,
+    Minimum,
     QualitySimulation,
-    baseline_policy,
     coarse,
-    minimum_moves,
+    contenders,
+    fewest_covering,
     ours_policy,
-    run_one,
+    removals_needed,
+    render_quality,
+    run_scenario,
+    verdict,
+    write_chart,
 )
+from benchmarks.quality_chart import hot_nodes_svg
 from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.clock import SimClock
 from descheduler.fakecluster.traces import trace_scenario, traces_dir
@@ -25,40 +35,117 @@ from descheduler.plan_cycle import plan_cycle
 from tests import builders as b
 
 T0 = 1_768_478_400.0
+NEEDS_TRACES = pytest.mark.skipif(
+    traces_dir() is None, reason="the public traces are not next to the repository (../shared/data/traces)"
+)
 
 
 def _owned(name: str, cpu: str = "2", priority: int | None = None) -> dict[str, Any]:
     return {"name": name, "cpu": cpu, "owner": f"rs-{name}", "priority": priority}
 
 
-def _cluster(hot_usage: list[str], others: dict[str, list[str]], **node: Any) -> list[dict[str, Any]]:
-    objects = b.loaded_node("hot", [(_owned(f"h{i}"), u) for i, u in enumerate(hot_usage)], cpu="10", **node)
-    for name, usages in others.items():
-        objects += b.loaded_node(name, [(_owned(f"{name}{i}"), u) for i, u in enumerate(usages)], cpu="10")
-    return objects
+@pytest.mark.parametrize(
+    ("vectors", "need", "expected"),
+    [
+        ([[1, 1]], [0, -5], (0, True)),  # not hot: nothing to shed
+        ([[3, 0], [2, 0], [2, 0]], [4, 0], (2, True)),  # the largest first: 3 + 2
+        ([[1, 1], [1, 1]], [3, 0], (None, True)),  # not even all of them
+        # One resource alone needs one pod (either 5), but no single pod covers both: two.
+        ([[5, 0], [0, 5], [1, 1]], [4, 4], (2, True)),
+        ([[4, 4], [5, 0], [0, 5]], [4, 4], (1, True)),
+    ],
+)
+def test_fewest_covering_is_the_smallest_set_reaching_every_column(
+    vectors: list[list[float]], need: list[float], expected: tuple[int | None, bool]
+) -> None:
+    assert fewest_covering(vectors, need) == expected
 
 
-def test_minimum_is_zero_without_a_hot_node() -> None:
-    snapshot = b.snapshot(_cluster(["2", "2", "2"], {"cool": []}))
-    assert minimum_moves(snapshot, ours_policy()) == (0, True)
+def test_fewest_covering_falls_back_to_a_lower_bound_for_many_pods() -> None:
+    vectors = [[1.0, 0.0]] * 20 + [[0.0, 1.0]] * 20
+    assert fewest_covering(vectors, [3, 2]) == (3, False)  # the true answer is 5; 3 is a bound below it
 
 
-def test_minimum_moves_the_fewest_pods_and_keeps_targets_at_or_below_high() -> None:
-    # hot: 4 × 2 cpu = 80% > 70%: one pod must go; the only other node at 60% cannot take 2 cpu.
-    assert minimum_moves(b.snapshot(_cluster(["2"] * 4, {"warm": ["2", "2", "2"]})), ours_policy()) == (None, True)
-    # With an empty node too, one move does it.
-    objects = _cluster(["2"] * 4, {"warm": ["2", "2", "2"], "empty": []})
-    assert minimum_moves(b.snapshot(objects), ours_policy()) == (1, True)
-    # 100%: 3 cpu over; pods of 2 cpu: two must go (the empty node takes both, 40%).
-    objects = _cluster(["2"] * 5, {"empty": []})
-    assert minimum_moves(b.snapshot(objects), ours_policy()) == (2, True)
+def test_removals_needed_counts_evictable_pods_on_hot_nodes_only() -> None:
+    # hot: 10 cpu, pods using 3 + 3 + 2 = 8 cpu (80% > 70%): shedding 1 cpu takes one pod.
+    objects = b.loaded_node("hot", [(_owned("a"), "3"), (_owned("b"), "3"), (_owned("c"), "2")], cpu="10")
+    objects += b.loaded_node("cool", [(_owned("d"), "1")], cpu="10")
+    needed = removals_needed(b.snapshot(objects), ours_policy())
+    assert needed == {"hot": (1, True)}
 
 
-def test_minimum_respects_the_targets_requests() -> None:
-    # The empty node has no memory room for a 1Gi request: nothing can move.
-    objects = _cluster(["2"] * 4, {})
-    objects += b.loaded_node("tiny", [], cpu="10", memory="512Mi")
-    assert minimum_moves(b.snapshot(objects), ours_policy()) == (None, True)
+def test_the_minimum_is_each_nodes_worst_cycle_summed() -> None:
+    minimum = Minimum()
+    minimum.add(600, {"a": (1, True), "b": (2, True)})
+    minimum.add(1200, {"a": (3, True), "c": (None, True)})
+    minimum.add(1800, {"b": (1, False)})
+    assert (minimum.moves, minimum.exact, minimum.cycles) == (5, False, 3)
+    assert minimum.unreachable == {"c": 0.33}
+
+
+def _run(evictions: int, hot: float, ratio: float | None = 1.0, ping: int = 0) -> dict[str, Any]:
+    return {"evictions": evictions, "hotNodeMinutes": hot, "ratio": ratio, "pingPong": ping, "limitViolations": 0}
+
+
+def test_verdict_names_each_missed_target() -> None:
+    scenario = {
+        "runs": {
+            "off": _run(0, 1000, None),
+            "ours": _run(10, 50),
+            "lnuRequests": _run(40, 60),  # hotter: no threat, whatever it evicts
+            "koordinator": _run(5, 50),  # as cool with fewer evictions: beats ours
+        }
+    }
+    assert verdict(scenario) == ["koordinator is as cool with fewer evictions (5 < 10)"]
+    scenario["runs"]["ours"] = _run(10, 200, ratio=1.5, ping=1)
+    assert verdict(scenario) == [
+        "lnuRequests leaves fewer hot-node-minutes (60 < 200)",
+        "koordinator leaves fewer hot-node-minutes (50 < 200)",
+        "hot-node-minutes 200 > 10% of off's 1000",
+        "evictions 1.50× the hindsight minimum > 1.2×",
+        "1 ping-pong",
+    ]
+
+
+def test_the_picture_is_well_formed_svg_with_one_line_and_legend_entry_per_contender(tmp_path: Path) -> None:
+    svg = hot_nodes_svg("t", 24, [("off", [(0, 0), (6, 4), (12, 1)]), ("ours", [(0, 0), (6.5, 1), (7, 0)])])
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    lines = root.findall(f"{ns}polyline")
+    assert [line.find(f"{ns}title").text for line in lines] == ["off", "ours"]  # type: ignore[union-attr]
+    # Steps: each change is drawn as a horizontal then a vertical segment.
+    assert len(lines[0].get("points", "").split()) == 5
+    assert {t.text for t in root.findall(f"{ns}text")} >= {"off", "ours", "hour (UTC)"}
+
+
+@NEEDS_TRACES
+def test_hot_samples_are_read_from_the_cluster() -> None:
+    loaded = coarse(trace_scenario(nodes=4, seed=2))
+    simulation = QualitySimulation(loaded, ours_policy(), 1, stock=False, keep=False)
+    simulation.samples = [(0.0, frozenset({"a"})), (60.0, frozenset()), (120.0, frozenset({"a", "b"}))]
+    assert simulation.hot_at(90.0) == frozenset() and simulation.hot_at(120.0) == {"a", "b"}
+    assert simulation.hot_node_minutes() == 3.0
+    assert simulation.hot_series() == [(0.0, 1), (0.017, 0), (0.033, 2)]
+    simulation.close()
+
+
+@NEEDS_TRACES
+@pytest.mark.parametrize("family", ["bitbrains", "bitbrains-diurnal", "genai-memory", "openb"])
+def test_a_smoke_sized_run_of_every_contender(family: str, tmp_path: Path) -> None:
+    scenario = run_scenario(family, 8, 1, hours=1.0)
+    assert list(scenario["runs"]) == [c.key for c in contenders()]
+    for key, run in scenario["runs"].items():
+        assert run["limitViolations"] == 0 and run["orphanReservations"] == 0, (key, run)
+        assert 0 <= run["hotNodeMinutes"] <= 60 * scenario["nodes"]
+        assert 0 < run["worstP99"] < 5, (key, run["worstP99"])
+    assert scenario["runs"]["off"]["evictions"] == 0
+    assert scenario["runs"]["off"]["minimum"]["cycles"] == 6
+    scenario["missed"] = verdict(scenario)
+    ET.parse(write_chart(scenario, tmp_path))
+    assert scenario["name"] in render_quality({"scenarios": [scenario]})
+
+
+# --- the older upstream-like baseline (benchmarks/baseline.py) and its stock scheduler -------------
 
 
 def test_baseline_evicts_by_requests_with_pooled_headroom_lowest_priority_first() -> None:
@@ -74,7 +161,9 @@ def test_baseline_evicts_by_requests_with_pooled_headroom_lowest_priority_first(
         cpu="10",
     )
     objects += b.loaded_node("empty", [], cpu="10")
-    plan, _ = plan_cycle(b.snapshot(objects), baseline_policy())
+    register_baseline()
+    policy = b.policy(baseline_policy_text("10m", LOW, HIGH) + LIMITS + "migration: {defaultMode: EvictDirectly}\n")
+    plan, _ = plan_cycle(b.snapshot(objects), policy)
     assert [(m.pod.name, m.source_node, m.target_node, m.mode) for m in plan.migrations] == [
         ("b", "full", None, "EvictDirectly")
     ]
@@ -100,25 +189,3 @@ def test_spread_scheduler_places_by_requests_not_load() -> None:
     )
     bindings = SpreadScheduler(store).step(T0)
     assert [(x.pod, x.node) for x in bindings] == [("new", "idle")]
-
-
-@pytest.mark.skipif(traces_dir() is None, reason="the public traces are not next to the repository")
-def test_a_short_simulated_run_reports_moves_ping_pong_and_hot_node_minutes() -> None:
-    loaded = coarse(trace_scenario(nodes=8, seed=1))
-    off = run_one(loaded, ours_policy(dry_run=True), 3, spread=False, keep=True)
-    assert off["moves"] == 0 and off["minimum"]["cyclesSolved"] == 3
-    baseline = run_one(loaded, baseline_policy(), 3, spread=True, keep=False)
-    for run in (off, baseline):
-        assert {"moves", "pingPong", "hotNodeMinutes", "peakHotNodes", "limitViolations"} <= run.keys()
-        assert run["hotNodeMinutes"] >= 0 and run["limitViolations"] == 0
-
-
-def test_hot_samples_and_ping_pong_are_read_from_the_cluster() -> None:
-    loaded = coarse(trace_scenario(nodes=4, seed=2)) if traces_dir() is not None else None
-    if loaded is None:
-        pytest.skip("the public traces are not next to the repository")
-    simulation = QualitySimulation(loaded, ours_policy(), 1, spread=False, keep=False)
-    simulation.samples = [(0.0, frozenset({"a"})), (60.0, frozenset()), (120.0, frozenset({"a", "b"}))]
-    assert simulation.hot_at(90.0) == frozenset() and simulation.hot_at(120.0) == {"a", "b"}
-    assert simulation.hot_node_minutes() == 3.0
-    simulation.close()

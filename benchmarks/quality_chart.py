@@ -1,0 +1,75 @@
+"""The quality benchmark's picture per scenario: hot nodes over the simulated day, one line per
+contender, as a standalone SVG file (legend inside, no scripts) that RESULTS.md links to."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from descheduler.simulate.charts import count_axis
+
+WIDTH, HEIGHT = 820, 320
+LEFT, RIGHT, TOP, BOTTOM = 56, 200, 34, 44
+# Distinguishable on white and for the common colour-vision deficiencies (Okabe–Ito).
+COLOURS = ("#000000", "#0072B2", "#E69F00", "#CC79A7", "#009E73", "#D55E00", "#56B4E9")
+DASHES = ("", "", "6 3", "2 3", "8 3 2 3", "4 2", "1 2")
+
+
+def hot_nodes_svg(title: str, hours: float, lines: Sequence[tuple[str, Sequence[tuple[float, int]]]]) -> str:
+    """`lines`: (label, [(hour, hot nodes)]) per contender, drawn as steps over 0..`hours`."""
+    top = count_axis(max([1.0, *(float(v) for _, points in lines for _, v in points)]))
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(hour: float) -> float:
+        return LEFT + plot_w * min(max(hour / hours, 0.0), 1.0)
+
+    def y(value: float) -> float:
+        return TOP + plot_h * (1 - value / top.top)
+
+    parts = [
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
+        f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{html.escape(title)}</text>',
+    ]
+    for value, text in top.ticks:
+        parts.append(
+            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="#e5e5e5"/>'
+        )
+        parts.append(f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11">{text}</text>')
+    step = 3 if hours > 12 else 1
+    for hour in range(0, int(hours) + 1, step):
+        parts.append(
+            f'<text x="{x(hour):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle" font-size="11">{hour}</text>'
+        )
+    middle = TOP + plot_h / 2
+    parts += [
+        f'<line x1="{LEFT}" y1="{TOP + plot_h}" x2="{LEFT + plot_w}" y2="{TOP + plot_h}" stroke="#333"/>',
+        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + plot_h}" stroke="#333"/>',
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="12">hour (UTC)</text>',
+        f'<text x="14" y="{middle}" font-size="12" transform="rotate(-90 14 {middle})" text-anchor="middle">'
+        "nodes above high (kubelet usage)</text>",
+    ]
+    for i, (label, points) in enumerate(lines):
+        colour, dash = COLOURS[i % len(COLOURS)], DASHES[i % len(DASHES)]
+        path: list[str] = []
+        last: float | None = None
+        for hour, value in points:
+            if last is not None:
+                path.append(f"{x(hour):.1f},{y(last):.1f}")
+            path.append(f"{x(hour):.1f},{y(value):.1f}")
+            last = value
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        parts.append(
+            f'<polyline fill="none" stroke="{colour}" stroke-width="{2.2 if i == 1 else 1.6}"{dashed} '
+            f'points="{" ".join(path)}"><title>{html.escape(label)}</title></polyline>'
+        )
+        ly = TOP + 14 + 20 * i
+        lx = LEFT + plot_w + 14
+        parts.append(
+            f'<line x1="{lx}" x2="{lx + 26}" y1="{ly - 4}" y2="{ly - 4}" stroke="{colour}" stroke-width="2.2"{dashed}/>'
+        )
+        parts.append(f'<text x="{lx + 32}" y="{ly}" font-size="12">{html.escape(label)}</text>')
+    body = "".join(parts)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'role="img" aria-label="{html.escape(title)}">{body}</svg>\n'
+    )
