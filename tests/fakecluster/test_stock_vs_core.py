@@ -1,0 +1,209 @@
+"""The product's scheduling core, checked against the independent stock kube-scheduler: on random
+small clusters, the core's non-load verdict (node condition, nodeSelector and required node
+affinity, taints, requests fit, the pod's required anti-affinity) accepts exactly the nodes
+`StockScheduler.feasible` accepts. No NodeMetrics exist, so the core's load filter passes every node.
+
+Kept out, where the core knowingly differs from kube-scheduler (see each strategy below):
+- a toleration of node.kubernetes.io/unschedulable:NoSchedule lets kube-scheduler place a pod on a
+  cordoned node; the core refuses every cordoned node (`NodeTable.schedulable`);
+- a running pod's required anti-affinity that selects the incoming pod refuses that pod in the
+  running pod's domain in kube-scheduler (InterPodAffinity's "existing pods anti-affinity rules");
+  the core checks the incoming pod's own anti-affinity only.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from descheduler.fakecluster.stock import StockScheduler
+from descheduler.policy import default_policy
+from descheduler.scheduling import ClusterView, build_table
+from descheduler.scheduling.predicates import checks
+from descheduler.snapshot import load_snapshot_objects
+
+Raw = dict[str, Any]
+NOW = datetime(2026, 1, 15, 12, tzinfo=UTC)
+HOSTNAME = "kubernetes.io/hostname"
+
+LABELS = {"zone": ["a", "b"], "disk": ["ssd", "hdd"], "cores": ["4", "8", "16"]}
+TAINTS = [
+    {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+    {"key": "dedicated", "value": "web", "effect": "NoExecute"},
+    {"key": "gpu", "effect": "NoSchedule"},
+    {"key": "spot", "value": "yes", "effect": "PreferNoSchedule"},
+]
+TOLERATIONS = [
+    {"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"},
+    {"key": "dedicated", "value": "web"},
+    {"key": "dedicated", "operator": "Exists"},
+    {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "gpu", "operator": "Exists", "effect": "NoExecute"},
+    {"operator": "Exists", "effect": "NoExecute"},
+    {"value": "db"},  # Equal with an empty key: tolerates nothing
+]
+QUANTITIES = {
+    "cpu": ["0", "100m", "500m", "1", "1500m", "2", "4"],
+    "memory": ["0", "128Mi", "512Mi", "1Gi", "1.5Gi", "2Gi"],
+}
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> list[Raw]:
+    out = []
+    for i in range(draw(st.integers(1, 5))):
+        name = f"n{i}"
+        labels = {HOSTNAME: name}
+        for key, values in LABELS.items():
+            if draw(st.booleans()):
+                labels[key] = draw(st.sampled_from(values))
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "unschedulable": draw(st.booleans()) and draw(st.booleans()),
+                    "taints": draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=lambda t: str(t))),
+                },
+                "status": {
+                    "allocatable": {
+                        "cpu": draw(st.sampled_from(["1", "2", "4", "3500m"])),
+                        "memory": draw(st.sampled_from(["1Gi", "2Gi", "4Gi"])),
+                        "pods": draw(st.sampled_from(["2", "110"])),
+                    },
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+    return out
+
+
+def _requests(draw: st.DrawFn) -> Raw:
+    return {name: draw(st.sampled_from(values)) for name, values in QUANTITIES.items() if draw(st.booleans())}
+
+
+def _anti_affinity(draw: st.DrawFn) -> Raw | None:
+    if not draw(st.booleans()):
+        return None
+    key = draw(st.sampled_from([HOSTNAME, HOSTNAME, "zone"]))
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": draw(st.sampled_from(["web", "db"]))}}, "topologyKey": key}
+            ]
+        }
+    }
+
+
+def _pod(name: str, draw: st.DrawFn, node: str, anti: Raw | None) -> Raw:
+    spec: Raw = {"containers": [{"name": "c", "resources": {"requests": _requests(draw)}}]}
+    if draw(st.booleans()):
+        spec["initContainers"] = [{"name": "i", "resources": {"requests": _requests(draw)}}]
+    if node:
+        spec["nodeName"] = node
+    if anti is not None:
+        spec["affinity"] = anti
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "labels": {"app": draw(st.sampled_from(["web", "db", "x"]))},
+        },
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[list[Raw], list[Raw], Raw]:
+    cluster_nodes = draw(nodes())
+    names = [n["metadata"]["name"] for n in cluster_nodes]
+    running = [
+        # Running pods carry no anti-affinity: the core does not check theirs (see the module docstring).
+        _pod(f"r{i}", draw, draw(st.sampled_from(names)), None)
+        for i in range(draw(st.integers(0, 6)))
+    ]
+    incoming = _pod("incoming", draw, "", _anti_affinity(draw))
+    spec = incoming["spec"]
+    if draw(st.booleans()):
+        key = draw(st.sampled_from(sorted(LABELS)))
+        spec["nodeSelector"] = {key: draw(st.sampled_from(LABELS[key]))}
+    if draw(st.booleans()):
+        key = draw(st.sampled_from(sorted(LABELS)))
+        op = draw(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]))
+        requirement: Raw = {"key": key, "operator": op}
+        if op in ("In", "NotIn"):
+            requirement["values"] = draw(st.lists(st.sampled_from(LABELS[key]), min_size=1, max_size=2))
+        elif op in ("Gt", "Lt"):
+            requirement["values"] = [draw(st.sampled_from(["4", "8", "16"]))]
+        terms = [{"matchExpressions": [requirement]}]
+        if draw(st.booleans()):
+            terms.append(
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [draw(st.sampled_from(names))]}]}
+            )
+        spec["affinity"] = {
+            **(spec.get("affinity") or {}),
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}},
+        }
+    # Unschedulable-taint tolerations are not drawn: the core refuses every cordoned node.
+    spec["tolerations"] = draw(st.lists(st.sampled_from(TOLERATIONS), max_size=2))
+    return cluster_nodes, running, incoming
+
+
+def core_feasible(cluster_nodes: list[Raw], running: list[Raw], incoming: Raw) -> list[str]:
+    snapshot = load_snapshot_objects([*cluster_nodes, *running, incoming], NOW)
+    view = ClusterView(build_table(snapshot, default_policy().scheduling))
+    pod = next(p for p in snapshot.pods if p.name == "incoming")
+    passed = checks(pod, view, node_fit=True).passed()
+    return sorted(name for name, ok in zip(view.table.names, passed.tolist(), strict=True) if ok)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_the_cores_node_fit_agrees_with_kube_schedulers_default_filters(
+    cluster: tuple[list[Raw], list[Raw], Raw],
+) -> None:
+    cluster_nodes, running, incoming = cluster
+    stock = StockScheduler(cluster_nodes, running)
+    assert core_feasible(cluster_nodes, running, incoming) == stock.feasible(incoming), stock.refusals(incoming)
+
+
+def test_a_running_pods_anti_affinity_is_where_the_core_and_kube_scheduler_differ() -> None:
+    """Pinned so the difference is seen if either side changes: kube-scheduler refuses n0 (the
+    running pod's anti-affinity selects the incoming pod), the core accepts it."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n0", "labels": {HOSTNAME: "n0"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "110"}},
+    }
+    guard_affinity = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOSTNAME}
+            ]
+        }
+    }
+    guard = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "guard", "namespace": "default", "uid": "g", "labels": {"app": "db"}},
+        "spec": {"nodeName": "n0", "containers": [{"name": "c"}], "affinity": guard_affinity},
+        "status": {"phase": "Running"},
+    }
+    incoming = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "incoming", "namespace": "default", "uid": "i", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c"}]},
+        "status": {"phase": "Pending"},
+    }
+    assert StockScheduler([node], [guard]).feasible(incoming) == []
+    assert core_feasible([node], [guard], incoming) == ["n0"]
