@@ -707,12 +707,16 @@ def upstream_policy(
     low: Mapping[str, float],
     high: Mapping[str, float],
     limits_yaml: str,
+    *,
+    extra_args: Mapping[str, str] | None = None,
 ) -> Policy:
-    """Upstream LowNodeUtilization with `limits_yaml` (evictor, limits); evictions go straight to
-    the Eviction API: no cooldown and none of the migration controller's per-workload limits."""
+    """Upstream LowNodeUtilization with `limits_yaml` (evictor, limits) and `extra_args` (name ->
+    YAML value); evictions go straight to the Eviction API: no cooldown and none of the migration
+    controller's per-workload limits."""
     args = [f"thresholds: {_flow(low)}", f"targetThresholds: {_flow(high)}"]
     if mode == "metrics":
         args.append("metricsUtilization: {source: KubernetesMetrics}")
+    args += [f"{k}: {v}" for k, v in (extra_args or {}).items()]
     migration = """migration:
   defaultMode: EvictDirectly
   cooldown: 0s
@@ -724,9 +728,18 @@ def upstream_policy(
     return _policy(interval, UPSTREAM, args, limits_yaml, migration)
 
 
-def koordinator_policy(interval: str, low: Mapping[str, float], high: Mapping[str, float], limits_yaml: str) -> Policy:
-    """Koordinator LowNodeLoad with its MigrationController's default limits (peers.md §2 step 9)."""
+def koordinator_policy(
+    interval: str,
+    low: Mapping[str, float],
+    high: Mapping[str, float],
+    limits_yaml: str,
+    *,
+    extra_args: Mapping[str, str] | None = None,
+) -> Policy:
+    """Koordinator LowNodeLoad with its MigrationController's default limits (peers.md §2 step 9)
+    and `extra_args` (name -> YAML value)."""
     args = [f"lowThresholds: {_flow(low)}", f"highThresholds: {_flow(high)}"]
+    args += [f"{k}: {v}" for k, v in (extra_args or {}).items()]
     migration = """migration:
   defaultMode: ReservationFirst
   ttl: 5m
