@@ -10,14 +10,13 @@ kube-scheduler's default scoring.
   target and the pool has room left; no target node and no reservation (`EvictDirectly`).
   Upstream's `nodeFit` is off by default, so it is not checked here either.
 - `SpreadScheduler`, the simulated scheduler's replacement for the baseline runs: kube-scheduler's
-  in-tree filters (fit by requests, selectors, taints, anti-affinity; no load filter) and its default
-  scores on requests: NodeResourcesFit LeastAllocated plus NodeResourcesBalancedAllocation.
+  default in-tree filters and scores (`descheduler.fakecluster.stock`: no load filter, no knowledge
+  of Reservations beyond the room they hold).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,16 +24,13 @@ from pydantic import BaseModel, Field
 
 import strategies
 from descheduler.eligibility import eviction_refusal
-from descheduler.errors import InputError
 from descheduler.fakecluster.apiserver import ApiError
 from descheduler.fakecluster.apiserver.binding import bind_pod
-from descheduler.fakecluster.scheduler import MAX_NODE_SCORE, Binding, Scheduler, in_tree_filter, in_tree_scores
+from descheduler.fakecluster.scheduler import Binding, Scheduler
+from descheduler.fakecluster.stock import summary
 from descheduler.model import Pod
 from descheduler.plan import Migration, NodeClass, NodeReport, PodKey, Skip
 from descheduler.policy.fields import PolicyModel
-from descheduler.scheduling import ClusterView, build_table
-from descheduler.scheduling.table import IntArray
-from descheduler.snapshot import load_snapshot_objects
 from descheduler.strategy import PlanContext, StrategyResult
 
 NAME = "LowNodeUtilization"
@@ -143,53 +139,42 @@ def register_baseline() -> None:
         strategies.register(LowNodeUtilization)
 
 
-def balanced_allocation(pod: Pod, view: ClusterView) -> IntArray:
-    """NodeResourcesBalancedAllocation on cpu and memory requests: (1 − std of the fractions) × 100."""
-    table = view.table
-    cols = [table.column["cpu"], table.column["memory"]]
-    alloc = np.maximum(table.alloc[:, cols], 1).astype(np.float64)
-    fractions = np.minimum((view.requested[:, cols] + table.load_of(pod).requests[cols]) / alloc, 1.0)
-    std = np.abs(fractions[:, 0] - fractions[:, 1]) / 2
-    out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
-    return out
-
-
 class SpreadScheduler(Scheduler):
     """kube-scheduler without our extender: in-tree filters and default request-based scores; it
     knows nothing of load or Reservations."""
 
     def step(self, now: float) -> list[Binding]:
-        raw_pending = {
-            f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in self._pending(self.store.list("pods"))
-        }
+        pending = self._pending(self.store.list("pods"))
         self.unschedulable = {}
-        if not raw_pending:
+        if not pending:
             return []
-        instant = datetime.fromtimestamp(now, tz=UTC)
-        try:
-            snapshot = load_snapshot_objects(self._objects(), instant, source="<simulated cluster>")
-        except InputError:
-            return []
-        view = ClusterView(build_table(snapshot, self.args))
-        table = view.table
-        pending = sorted(
-            (p for p in snapshot.pods if p.key in raw_pending),
-            key=lambda p: (-(p.priority or 0), p.created or instant, p.key),
+        created = {id(p): p["metadata"].get("creationTimestamp") or "" for p in pending}
+        # highest priority first, then oldest (RFC 3339 timestamps sort as text), then by key
+        pending.sort(
+            key=lambda p: (
+                -((p.get("spec") or {}).get("priority") or 0),
+                created[id(p)],
+                p["metadata"]["namespace"],
+                p["metadata"]["name"],
+            )
         )
+        stock = self.stock()
         done: list[Binding] = []
-        for pod in pending:
-            feasible = in_tree_filter(pod, view)
-            if not feasible.any():
-                self.unschedulable[pod.key] = f"0/{table.size} nodes are available: in-tree filters"
+        for raw in pending:
+            namespace, name = raw["metadata"]["namespace"], raw["metadata"]["name"]
+            refused = stock.refusals(raw)
+            feasible = [node for node in stock.names if node not in refused]
+            if not feasible:
+                self.unschedulable[f"{namespace}/{name}"] = summary(len(stock.names), refused)
                 continue
-            total = in_tree_scores(pod, view) + balanced_allocation(pod, view)
-            node = table.names[int(np.argmax(np.where(feasible, total, -1)))]  # ties: the first name
+            totals = stock.scores(raw, feasible)
+            node = min(feasible, key=lambda n: (-totals[n], n))
             try:
-                bind_pod(self.store, pod.namespace, pod.name, {"target": {"name": node}})
+                bind_pod(self.store, namespace, name, {"target": {"name": node}})
             except ApiError:
                 continue
-            view.place(pod, node)
-            done.append(Binding(pod.namespace, pod.name, node))
+            stock.place(raw, node)
+            done.append(Binding(namespace, name, node))
         self.bindings += done
         return done
 

@@ -1,18 +1,25 @@
-"""A simulated kube-scheduler: binds pending pods with our scheduling core, honouring Reservations.
+"""A simulated kube-scheduler: binds pending pods, honouring Reservations.
+
+kube-scheduler's own part, its in-tree filters and scores, is `stock.StockScheduler`, written apart
+from the product's scheduling core so that the simulation checks the core instead of repeating it.
 
 Two modes:
-- default: the scheduling core decides (`best_node`), and the scheduler plays the scheduler side of
-  the Reservation contract as kube-scheduler with our extender does: it acknowledges the Pending
-  Reservations it sees (Available, acknowledgedBy "sim-scheduler"), consumes the one an owner pod
-  is bound onto, fails the owner's oldest Available one when an owner pod is bound elsewhere
-  (`choose_for_binding`, the extender's own rule), and renews the scheduler Lease;
+- default: kube-scheduler with our scheduler plugin. The in-tree filters (`StockScheduler`, the room
+  of the pod's own claimable Reservations given back to it) and the plugin's load filter (the core's
+  `load_check`) decide which nodes are feasible; a feasible node the pod holds a Reservation on wins,
+  else the highest in-tree score plus the core's load-aware score × `PLUGIN_WEIGHT`. The scheduler
+  also plays the scheduler side of the Reservation contract as kube-scheduler with our extender
+  does: it acknowledges the Pending Reservations it sees (Available, acknowledgedBy "sim-scheduler"),
+  consumes the one an owner pod is bound onto, fails the owner's oldest Available one when an owner
+  pod is bound elsewhere (`choose_for_binding`, the extender's own rule), and renews the scheduler
+  Lease;
 - `extender=ExtenderConfig(...)`: kube-scheduler's own flow with an HTTP extender, for every pod —
-  in-tree filters (node condition, selector and affinity, taints, requests fit, anti-affinity;
-  no load filter, no knowledge of Reservations), then POST `filterVerb`, then (with more than one
-  node left) POST `prioritizeVerb`, and the node with the highest in-tree score (LeastAllocated on
-  requests) plus extender score × weight × 10 wins. With a `bind_verb` the extender binds the pod
-  (and consumes its Reservation), as kube-scheduler lets a binder extender do; without one the
-  scheduler binds and Reservations are left alone.
+  the in-tree filters (`StockScheduler`: no load filter, and every Reservation holding room counts as
+  requested on its node), then POST `filterVerb`, then (with more than one node left) POST
+  `prioritizeVerb`, and the node with the highest in-tree score plus extender score × weight × 10
+  wins. With a `bind_verb` the extender binds the pod (and consumes its Reservation), as
+  kube-scheduler lets a binder extender do; without one the scheduler binds and Reservations are
+  left alone.
 """
 
 from __future__ import annotations
@@ -25,7 +32,6 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import msgspec
-import numpy as np
 import urllib3
 
 from descheduler.errors import InputError
@@ -45,21 +51,22 @@ from descheduler.extender.reservations import (
 )
 from descheduler.fakecluster.apiserver import ApiError, Store
 from descheduler.fakecluster.apiserver.binding import bind_pod
+from descheduler.fakecluster.stock import MAX_NODE_SCORE, StockScheduler, summary
 from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
-from descheduler.scheduling import ClusterView, best_node, build_table
-from descheduler.scheduling.core import anti_affinity_mask, fit_mask, selector_mask, taint_mask
-from descheduler.scheduling.predicates import claimable, owned_reservations
-from descheduler.scheduling.table import IntArray
+from descheduler.scheduling import ClusterView, build_table, scores
+from descheduler.scheduling.predicates import checks, claimable, load_check, owned_reservations
 from descheduler.snapshot import load_snapshot_objects
 from descheduler.timestamps import format_micro
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER_NAMES = frozenset({"default-scheduler", ""})
-MAX_NODE_SCORE = 100  # kube-scheduler's framework.MaxNodeScore
+# Our score plugin's weight beside the in-tree scores (default mode): load-aware placement leads, as
+# the soak's extender weight 5 makes it lead there.
+PLUGIN_WEIGHT: Final = 5
 IDENTITY: Final = "sim-scheduler"
 RESERVATIONS: Final = "reservations.descheduler.dev"
 LEASES: Final = "leases.coordination.k8s.io"
@@ -222,6 +229,7 @@ class Scheduler:
             log.warning("scheduler: cannot read the cluster: %s", err)
             return []
         view = ClusterView(build_table(snapshot, self.args))
+        stock = self.stock()
         pending = sorted(
             (p for p in snapshot.pods if p.key in raw_pending),
             key=lambda p: (-(p.priority or 0), p.created or instant, p.key),
@@ -229,30 +237,65 @@ class Scheduler:
         done: list[Binding] = []
         self.unschedulable = {}
         for pod in pending:
+            raw = raw_pending[pod.key]
             if self.extender is not None:
-                binding = self._with_extender(pod, raw_pending[pod.key], view)
+                binding = self._with_extender(pod, raw, stock)
                 if binding is not None:
                     done.append(binding)
                 continue
-            choice = best_node(pod, view)
-            if choice.node is None:
-                self.unschedulable[pod.key] = choice.summary()
+            node = self._choose(pod, raw, view, stock)
+            if node is None:
                 continue
-            reservation = self._settle(pod, choice.node, view)
+            reservation = self._settle(pod, node, view)
             try:
-                bind_pod(self.store, pod.namespace, pod.name, {"target": {"name": choice.node}})
+                bind_pod(self.store, pod.namespace, pod.name, {"target": {"name": node}})
             except ApiError as err:
-                log.info("scheduler: binding %s to %s failed: %s", pod.key, choice.node, err)
+                log.info("scheduler: binding %s to %s failed: %s", pod.key, node, err)
                 continue
-            done.append(Binding(pod.namespace, pod.name, choice.node, reservation))
-            if reservation or any(r.node_name == choice.node for r in owned_reservations(pod, view)):
+            done.append(Binding(pod.namespace, pod.name, node, reservation))
+            if reservation or any(r.node_name == node for r in owned_reservations(pod, view)):
                 # The reserved room is now the pod's: re-read the cluster so others see it right.
                 snapshot = load_snapshot_objects(self._objects(), instant, source="<simulated cluster>")
                 view = ClusterView(build_table(snapshot, self.args))
+                stock = self.stock()
             else:
-                view.place(pod, choice.node)
+                view.place(pod, node)
+                stock.place(raw, node)
         self.bindings += done
         return done
+
+    def stock(self) -> StockScheduler:
+        """kube-scheduler's in-tree plugins over the store as it is now."""
+        return StockScheduler(
+            self.store.list("nodes"),
+            self.store.list("pods"),
+            self.store.list(RESERVATIONS),
+            self.store.list("namespaces"),
+        )
+
+    def _choose(self, pod: Pod, raw: dict[str, Any], view: ClusterView, stock: StockScheduler) -> str | None:
+        """Default mode: the in-tree filters and our plugin's load filter; a reserved node wins, else
+        the in-tree score plus the load-aware score × PLUGIN_WEIGHT (ties by name)."""
+        table = view.table
+        owned = owned_reservations(pod, view)
+        refused = stock.refusals(raw, own=[r.name for r in owned])
+        accepted = load_check(pod, view, owned).accepted
+        load_refused = [name for name in stock.names if name not in refused and not accepted[table.index[name]]]
+        if load_refused:
+            found = checks(pod, view, node_fit=False, owned=owned)
+            for name in load_refused:
+                why = found.refusal(table.index[name])
+                refused[name] = why.brief if why is not None else "load-aware filter"
+        names = [name for name in stock.names if name not in refused]
+        if not names:
+            self.unschedulable[pod.key] = summary(len(stock.names), refused)
+            return None
+        for reservation in owned:
+            if reservation.node_name in names:
+                return reservation.node_name
+        in_tree = stock.scores(raw, names)
+        load_aware = scores(pod, view)
+        return min(names, key=lambda n: (-(in_tree[n] + PLUGIN_WEIGHT * int(load_aware[table.index[n]])), n))
 
     # ---------------------------------------------------------------- the Reservation contract
 
@@ -324,19 +367,19 @@ class Scheduler:
 
     # ---------------------------------------------------------------- kube-scheduler with an extender
 
-    def _with_extender(self, pod: Pod, raw: dict[str, Any], view: ClusterView) -> Binding | None:
+    def _with_extender(self, pod: Pod, raw: dict[str, Any], stock: StockScheduler) -> Binding | None:
         assert self.extender is not None
         if self._client is None or self._client.config != self.extender:
             self._client = HttpExtender(self.extender)
         client = self._client
-        table = view.table
-        feasible = in_tree_filter(pod, view)
-        rows = [int(r) for r in np.flatnonzero(feasible)]
-        if not rows:
-            self.unschedulable[pod.key] = f"0/{table.size} nodes are available: in-tree filters"
+        total = len(stock.names)
+        in_tree_refused = stock.refusals(raw)
+        feasible = [name for name in stock.names if name not in in_tree_refused]
+        if not feasible:
+            self.unschedulable[pod.key] = summary(total, in_tree_refused)
             return None
         nodes_by_name = {n["metadata"]["name"]: n for n in self.store.list("nodes")}
-        candidates = [nodes_by_name[table.names[r]] for r in rows if table.names[r] in nodes_by_name]
+        candidates = [nodes_by_name[name] for name in feasible if name in nodes_by_name]
         extender_scores: dict[str, int] = {}
         try:
             names, failed, unresolvable = client.filter(raw, candidates)
@@ -348,16 +391,16 @@ class Scheduler:
                 self.unschedulable[pod.key] = f"extender: {err}"
                 return None
             log.info("scheduler: skipping the ignorable extender for %s: %s", pod.key, err)
-            names, failed, unresolvable = [table.names[r] for r in rows], {}, {}
+            names, failed, unresolvable = feasible, {}, {}
         if not names:
             refused = Counter({**failed, **unresolvable}.values())
             detail = ", ".join(f"{n} {reason}" for reason, n in sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])))
-            self.unschedulable[pod.key] = f"0/{table.size} nodes are available: {detail}"
+            self.unschedulable[pod.key] = f"0/{total} nodes are available: {detail}"
             return None
-        node = _pick(names, in_tree_scores(pod, view), table.index, extender_scores, self.extender.weight)
+        node = _pick(names, stock.scores(raw, names), extender_scores, self.extender.weight)
         if not self._bind_with_extender(client, pod, raw, node):
             return None
-        view.place(pod, node)
+        stock.place(raw, node)
         binding = Binding(pod.namespace, pod.name, node)
         if self.after_bind is not None:
             self.after_bind(binding)
@@ -384,37 +427,11 @@ class Scheduler:
         return True
 
 
-def in_tree_filter(pod: Pod, view: ClusterView) -> np.ndarray:
-    """What kube-scheduler's own filters check: no load filter, and Reservations do not exist for it."""
-    table = view.table
-    every_reservation = [r for r in table.snapshot.reservations if r.holds_room and r.node_name in table.index]
-    mask = table.schedulable & selector_mask(pod, view) & taint_mask(pod, view)
-    mask &= fit_mask(pod, view, owned=every_reservation)
-    if pod.anti_affinity:
-        mask &= anti_affinity_mask(pod, view)
-    return mask
-
-
-def in_tree_scores(pod: Pod, view: ClusterView) -> IntArray:
-    """NodeResourcesFit LeastAllocated on requests, cpu and memory weighted equally (0–100)."""
-    table = view.table
-    cols = [table.column["cpu"], table.column["memory"]]
-    alloc = table.alloc[:, cols]
-    requested = view.requested[:, cols] + table.load_of(pod).requests[cols]
-    least = np.where(alloc > 0, np.maximum(alloc - requested, 0) * MAX_NODE_SCORE // np.maximum(alloc, 1), 0)
-    out: IntArray = least.sum(axis=1) // len(cols)
-    return out
-
-
-def _pick(
-    names: Sequence[str], in_tree: IntArray, index: Mapping[str, int], extender: Mapping[str, int], weight: int
-) -> str:
+def _pick(names: Sequence[str], in_tree: Mapping[str, int], extender: Mapping[str, int], weight: int) -> str:
     """The highest combined score; ties by name (kube-scheduler picks at random among them)."""
     scale = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
 
     def total(name: str) -> tuple[int, str]:
-        row = index.get(name)
-        own = int(in_tree[row]) if row is not None else 0
-        return (-(own + extender.get(name, 0) * weight * scale), name)
+        return (-(in_tree.get(name, 0) + extender.get(name, 0) * weight * scale), name)
 
     return min(names, key=total)

@@ -21,12 +21,11 @@ from descheduler.extender.command import EXTENDER_KINDS
 from descheduler.extender.reservations import ReservationWriter
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import parse_scenario
-from descheduler.fakecluster.scheduler import Binding, ExtenderConfig, in_tree_scores
+from descheduler.fakecluster.scheduler import Binding, ExtenderConfig
+from descheduler.fakecluster.stock import StockScheduler
 from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
 from descheduler.loadsource import reader_for
 from descheduler.policy import default_policy
-from descheduler.scheduling import ClusterView, build_table
-from descheduler.snapshot import load_snapshot_objects
 from tests.waiting import wait_for
 
 T0 = 1_768_478_400.0  # 2026-01-15T12:00:00Z
@@ -203,13 +202,11 @@ def _scale(cluster: SimulatedCluster, app: str, replicas: int) -> None:
 
 
 def test_kube_schedulers_own_scores_would_pick_the_hot_nodes(harness: Harness) -> None:
-    """The premise: by requests alone (LeastAllocated) the hot nodes look best."""
+    """The premise: by requests alone (kube-scheduler's default scores) the hot nodes look best."""
     store = harness.cluster.store
-    objects = [*store.list("nodes"), *store.list("pods")]
-    snapshot = load_snapshot_objects(objects, harness.cluster.clock.datetime())
-    view = ClusterView(build_table(snapshot, default_policy().scheduling))
-    web = next(p for p in snapshot.pods if p.name == "api-0")
-    scores = dict(zip(view.table.names, in_tree_scores(web, view).tolist(), strict=True))
+    stock = StockScheduler(store.list("nodes"), store.list("pods"))
+    web = next(p for p in store.list("pods") if p["metadata"]["name"] == "api-0")
+    scores = stock.scores(web, stock.names)
     assert min(scores["hot-1"], scores["hot-2"]) > max(scores["cool-1"], scores["cool-2"])
 
 
