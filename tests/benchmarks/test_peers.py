@@ -17,7 +17,7 @@ from benchmarks.peers import (
     register_peers,
     upstream_policy,
 )
-from descheduler.model import ANNOTATION_PREFER_NO_EVICTION
+from descheduler.model import ANNOTATION_PREFER_NO_EVICTION, LABEL_PRIORITY_CLASS
 from descheduler.plan import Plan
 from descheduler.plan_cycle import Cycle, plan_cycle
 from descheduler.policy import Policy
@@ -109,8 +109,9 @@ def test_upstream_stops_when_the_pool_is_used_up_while_the_source_is_still_over(
 
 def test_upstream_sources_go_by_raw_sum_so_memory_bytes_dominate() -> None:
     # "cpuhot" is at 95% cpu, "memhot" at 65% cpu with 20Gi of requests: bytes outweigh millicores.
-    objects = b.loaded_node("cpuhot", [(_pod("c", "9500m", memory="1Gi"), "1")], cpu="10")
-    objects += b.loaded_node("memhot", [(_pod("m", "6500m", memory="20Gi"), "1")], cpu="10")
+    # By percents "cpuhot" would go first (95% + 0.4% against 65% + 7.8%).
+    objects = b.loaded_node("cpuhot", [(_pod("c", "9500m", memory="1Gi"), "1")], cpu="10", memory="256Gi")
+    objects += b.loaded_node("memhot", [(_pod("m", "6500m", memory="20Gi"), "1")], cpu="10", memory="256Gi")
     objects += b.loaded_node("empty", [], cpu="10")
     plan = _plan(objects, _upstream({"cpu": 20}, {"cpu": 60}, limits="limits: {maxEvictionsPerCycle: 1}\n" + UNCAPPED))
     assert b.moves(plan) == [("m", "memhot", None)]
@@ -271,6 +272,35 @@ def test_koordinator_sorts_pods_by_how_well_their_usage_covers_the_excess() -> N
     assert _moved(plan) == ["z-fit"]
 
 
+def test_koordinator_moves_the_newest_pod_first_when_all_else_ties() -> None:
+    pods = [(_pod("a-old", created=b.NOW - timedelta(hours=2)), "1"), (_pod("z-new"), "1")]
+    objects = b.loaded_node("hot", pods, cpu="10", system="4500m") + b.loaded_node("cool", [], cpu="100")
+    assert _moved(_plan(objects, _koord(**_now_acting()))) == ["z-new"]
+
+
+@pytest.mark.parametrize(
+    ("number_of_nodes", "cool_nodes", "moves"),
+    [(0, 1, 1), (1, 1, 0), (1, 2, 1)],
+    ids=["acts", "low-not-more-than-numberOfNodes", "more-low-than-numberOfNodes"],
+)
+def test_koordinator_exits_without_more_low_nodes_than_number_of_nodes(
+    number_of_nodes: int, cool_nodes: int, moves: int
+) -> None:
+    objects = b.loaded_node("hot", [(_pod("h0"), "1")], cpu="10", system="6")
+    for i in range(cool_nodes):
+        objects += b.loaded_node(f"cool{i}", [], cpu="100")
+    plan = _plan(objects, _koord(**_now_acting(numberOfNodes=str(number_of_nodes))))
+    assert len(_moved(plan)) == moves
+
+
+def test_koordinator_leaves_out_a_node_whose_metric_is_stale() -> None:
+    objects = b.loaded_node("hot", [(_pod("h0"), "1")], cpu="10", system="6") + b.loaded_node("cool", [], cpu="100")
+    later = b.NOW + timedelta(hours=1)
+    plan = _plan(objects, _koord(**_now_acting()), now=later)
+    assert b.classes(plan) == {"cool": "excluded", "hot": "excluded"}
+    assert _moved(plan) == []
+
+
 @pytest.mark.parametrize(
     ("priority", "qos_cpu", "rank"),
     [(3500, "1", 0), (5500, "1", 1), (7500, "1", 2), (9500, "1", 3), (None, None, 1), (None, "1", 3), (100, "1", 3)],
@@ -282,10 +312,12 @@ def test_koordinator_priority_class_by_band_or_by_qos(priority: int | None, qos_
     assert koord_band_rank(pod) == rank
 
 
-def test_koordinator_moves_lower_priority_class_before_usage_fit() -> None:
-    pods = [(_pod("prod-fit", priority=9500), "1100m"), (_pod("batch-poor", priority=5500), "3")]
+def test_koordinator_moves_a_lower_priority_class_first_whatever_its_priority() -> None:
+    # The label makes "labelled" batch although its priority (9600) is above "prod-fit"'s (9500).
+    batch = {LABEL_PRIORITY_CLASS: "koord-batch"}
+    pods = [(_pod("prod-fit", priority=9500), "1100m"), (_pod("labelled", priority=9600, labels=batch), "3")]
     objects = b.loaded_node("hot", pods, cpu="10", system="2900m") + b.loaded_node("cool", [], cpu="100")
-    assert _moved(_plan(objects, _koord(**_now_acting()))) == ["batch-poor"]
+    assert _moved(_plan(objects, _koord(**_now_acting()))) == ["labelled"]
 
 
 @pytest.mark.parametrize(("low_node_memory", "moves"), [(None, 1), ("32Gi", 0)])
