@@ -283,7 +283,7 @@ class QualitySimulation(Simulation):
         hot = np.any(used > self._limit, axis=1)
         self.samples.append((elapsed, frozenset(self._nodes[i] for i in np.flatnonzero(hot))))
         self.peaks.append(np.max(used / self._alloc, axis=1))
-        for pod in self.cluster.store.list("pods"):
+        for pod in self.cluster.store.list("pods", shared=True):
             meta = pod["metadata"]
             node = (pod.get("spec") or {}).get("nodeName")
             if not node or meta.get("uid") in self.seen:

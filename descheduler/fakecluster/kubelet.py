@@ -42,7 +42,7 @@ class Kubelet:
     def step(self, now: float) -> None:
         usage: dict[str, PodUsage] = {}
         seen: set[str] = set()
-        for pod in self.store.list("pods"):
+        for pod in self.store.list("pods", shared=True):
             meta, spec = pod["metadata"], pod.get("spec") or {}
             node = spec.get("nodeName")
             if not node:

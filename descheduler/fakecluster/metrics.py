@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from descheduler.fakecluster.apiserver import ApiError, Store
+from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.apiserver.clock import rfc3339
 from descheduler.fakecluster.kubelet import PodUsage
 
@@ -22,20 +22,7 @@ def memory_text(units: int) -> str:
 
 
 def _upsert(store: Store, obj: dict[str, Any]) -> None:
-    meta = obj["metadata"]
-    rt = store.type_of(obj)
-    try:
-        store.modify(
-            rt,
-            meta["name"],
-            meta.get("namespace", ""),
-            lambda current: {**obj, "metadata": current["metadata"]},
-            subresource="all",
-        )
-    except ApiError as err:
-        if err.code != 404:
-            raise
-        store.create(obj)
+    store.put(obj)
 
 
 @dataclass(slots=True)
@@ -79,11 +66,12 @@ class MetricsPublisher:
                         ],
                     },
                 )
-            for old in self.store.list("pods.metrics.k8s.io"):
-                meta = old["metadata"]
-                if f"{meta['namespace']}/{meta['name']}" not in pods:
-                    self.store.delete("pods.metrics.k8s.io", meta["name"], meta["namespace"])
-        for node in self.store.list("nodes"):
+            rt = self.store.resolve("pods.metrics.k8s.io")
+            for entry in self.store.list_page(rt).items:  # names only: no object decoded
+                if entry.key not in pods:
+                    namespace, name = entry.key.split("/", 1)
+                    self.store.delete(rt, name, namespace)
+        for node in self.store.list("nodes", shared=True):
             name = node["metadata"]["name"]
             members = by_node.get(name, [])
             cpu = sum(u.cpu for u in members) + self.overhead.get("cpu", 0)

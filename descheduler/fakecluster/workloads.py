@@ -28,8 +28,9 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alp
 
 
 def _live(store: Store, resource: str) -> list[Obj]:
-    """The objects of `resource` not being deleted: a controller leaves those alone."""
-    return [obj for obj in store.list(resource) if not is_terminating(obj)]
+    """The objects of `resource` not being deleted: a controller leaves those alone (read only: the
+    controllers write through the store, and copy what they build from)."""
+    return [obj for obj in store.list(resource, shared=True) if not is_terminating(obj)]
 
 
 def _pod_from_template(owner: Obj, name: str) -> Obj:
@@ -86,7 +87,7 @@ class ReplicaSetController:
 
     def step(self, now: float) -> None:
         by_owner: dict[str, list[Obj]] = {}  # one listing, grouped by controller UID
-        for pod in self.store.list("pods"):
+        for pod in self.store.list("pods", shared=True):
             ref = controller_ref(pod)
             if ref is not None and ref.get("uid"):
                 by_owner.setdefault(str(ref["uid"]), []).append(pod)
@@ -266,7 +267,7 @@ class GarbageCollector:
                 if owner_resource not in uids:
                     uids[owner_resource] = {
                         (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o["metadata"].get("uid", "")
-                        for o in self.store.list(owner_resource)
+                        for o in self.store.list(owner_resource, shared=True)
                     }
                 uid = uids[owner_resource].get((obj["metadata"].get("namespace", ""), str(ref.get("name"))))
                 if uid is None or (ref.get("uid") and uid != ref.get("uid")):
@@ -285,9 +286,9 @@ class PodGarbageCollector:
         self._missing_since: dict[str, float] = {}
 
     def step(self, now: float) -> None:
-        nodes = {node["metadata"]["name"] for node in self.store.list("nodes")}
+        nodes = {node["metadata"]["name"] for node in self.store.list("nodes", shared=True)}
         orphans: dict[str, list[Obj]] = {}
-        for pod in self.store.list("pods"):
+        for pod in self.store.list("pods", shared=True):
             node = (pod.get("spec") or {}).get("nodeName") or ""
             if node and node not in nodes:
                 orphans.setdefault(node, []).append(pod)

@@ -146,7 +146,7 @@ class Simulation:
 
     def _observe(self) -> None:
         store = self.cluster.store
-        self.record.on_step(store.list(MIGRATION_JOBS), store.list("pods"))
+        self.record.on_step(store.list(MIGRATION_JOBS, shared=True), store.list("pods", shared=True))
 
     def _drain(self, migration: MigrationController) -> None:
         """Let the jobs in flight end (bounded), so the report counts outcomes, not snapshots."""

@@ -24,7 +24,7 @@ from typing import Any
 from . import errors
 from .clock import Clock, rfc3339, wall_clock
 from .defaults import DEFAULT_TERMINATION_GRACE_PERIOD, apply_create_defaults
-from .entry import Entry, decode, encode, make_entry, object_key
+from .entry import SYSTEM_METADATA, Entry, decode, encode, make_entry, object_key
 from .errors import ApiError
 from .resources import ResourceTable, ResourceType
 from .selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
@@ -34,13 +34,6 @@ ResourceRef = str | ResourceType
 Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-_SYSTEM_METADATA = (
-    "uid",
-    "creationTimestamp",
-    "generation",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-)
 CONTINUE_TOO_OLD = (
     "The provided continue parameter is too old to display a consistent list result. You can start a new "
     "list without the continue parameter, or use the continue token in this response to retrieve the "
@@ -138,8 +131,11 @@ class Store:
         *,
         label_selector: str = "",
         field_selector: str = "",
+        shared: bool = False,
     ) -> builtins.list[dict[str, Any]]:
-        """Fresh copies of every matching object, in key (namespace/name) order."""
+        """Fresh copies of every matching object, in key (namespace/name) order; with `shared`, the
+        entries' read-only decoded objects instead (for the simulated components that only read: a
+        list of every pod each tick is most of a simulation's time when each is decoded afresh)."""
         rt = self.resolve(resource)
         page = self.list_page(
             rt,
@@ -147,6 +143,8 @@ class Store:
             labels=parse_label_selector(label_selector),
             fields=parse_field_selector(field_selector, rt.field_labels),
         )
+        if shared:
+            return [e.shared() for e in page.items]
         return [e.decode() for e in page.items]
 
     def count(self, resource: ResourceRef) -> int:
@@ -328,7 +326,28 @@ class Store:
         """
         rt = self.type_of(obj)
         with self.lock:
-            return self._update(rt, decode(encode(obj)), subresource)
+            return self._update(rt, decode(encode(obj)), subresource).decode()
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        """Write `obj` whole over the stored object of its name, or create it, keeping only the stored
+        object's system metadata: how a server-side pipeline (the simulated metrics-server) stores
+        objects it owns outright. No generation, no-op or deletion handling, no copy returned and
+        the old object is never decoded: a metrics pass writes every pod's and node's object."""
+        rt = self.type_of(obj)
+        meta = obj["metadata"]
+        namespace = str(meta.get("namespace") or "") if rt.namespaced else ""
+        key = object_key(namespace, str(meta["name"]))
+        with self.lock:
+            entry = self._objects[rt].get(key)
+            if entry is None:
+                self.create(obj)
+                return
+            new_meta = {**meta, **entry.system}
+            if rt.namespaced:
+                new_meta["namespace"] = namespace
+            self._commit(
+                rt, {**obj, "apiVersion": rt.api_version, "kind": rt.kind, "metadata": new_meta}, "MODIFIED", entry
+            )
 
     def modify(
         self,
@@ -346,9 +365,11 @@ class Store:
             if mutate is not None:
                 replaced = mutate(current)
                 current = replaced if replaced is not None else current
-            return self._update(rt, current, subresource)
+            return self._update(rt, current, subresource).decode()
 
-    def _update(self, rt: ResourceType, obj: dict[str, Any], subresource: str | None) -> dict[str, Any]:
+    def _update(self, rt: ResourceType, obj: dict[str, Any], subresource: str | None) -> Entry:
+        """Store `obj` (owned by this call: it is changed and kept) over its entry; the entry written,
+        or the old one when nothing changed."""
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or "") if rt.namespaced else ""
@@ -356,7 +377,7 @@ class Store:
         given_rv = meta.get("resourceVersion")
         if given_rv not in (None, "") and str(given_rv) != str(entry.rv):
             raise errors.stale(rt, name)
-        current = entry.decode()
+        current = entry.shared()  # read only: compared with, scalars copied from
         # A uid in an update is a precondition on the real server (409 when it is another object's).
         if meta.get("uid"):
             check_preconditions(rt, name, current["metadata"], {"uid": meta["uid"]})
@@ -370,7 +391,7 @@ class Store:
             new = obj
             new["apiVersion"], new["kind"] = rt.api_version, rt.kind
             new_meta = new.setdefault("metadata", {})
-            for field in _SYSTEM_METADATA:
+            for field in SYSTEM_METADATA:
                 if field in current["metadata"]:
                     new_meta[field] = current["metadata"][field]
                 else:
@@ -379,17 +400,15 @@ class Store:
                 new_meta["namespace"] = namespace
             if rt.has_status and subresource != "all":
                 if "status" in current:
-                    new["status"] = current["status"]
+                    new["status"] = entry.decode()["status"]
                 else:
                     new.pop("status", None)
             if _spec_of(new) != _spec_of(current):
                 new_meta["generation"] = int(current["metadata"].get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         if new == current:
-            return current
-        if self._finished_deleting(rt, new):
-            return self._commit(rt, new, "DELETED", entry).decode()
-        return self._commit(rt, new, "MODIFIED", entry).decode()
+            return entry
+        return self._commit(rt, new, "DELETED" if self._finished_deleting(rt, new) else "MODIFIED", entry)
 
     def _finished_deleting(self, rt: ResourceType, obj: Mapping[str, Any]) -> bool:
         meta = obj["metadata"]
