@@ -4,9 +4,9 @@
     describe(family) -> str                              # what is real and what is derived, for RESULTS.md
 
 - bitbrains: each pod one real Bitbrains Rnd VM (its own cpu and memory series, a day of 5-min
-  samples); its request a seeded quantile of its first hours of usage, its limit the VM's provisioned
-  size; placed by the request-spreading stock scheduler, so usage skew comes only from usage
-  departing from requests.
+  samples); its request a seeded quantile of its first hours of usage; no limits (the VM's
+  provisioned size, an annotation); placed by the request-spreading stock scheduler, so usage skew
+  comes only from usage departing from requests.
 - bitbrains-diurnal: the same, times the Alibaba 2018 day shape (load ramps and falls).
 - genai-memory: memory-bound: the GenAI v2026 per-pod memory-utilisation series as a fraction of
   a seeded memory limit; cpu a modest fraction of its request.
@@ -47,6 +47,8 @@ BITBRAINS_DAY0 = 1_375_660_800  # 2013-08-05 00:00 UTC: the first of the file's 
 STEP = 300  # seconds between samples (Bitbrains' own step; GenAI's 57 s samples are averaged into it)
 DAY_STEPS = 86_400 // STEP
 SERIES_LABEL = "trace-series"
+# A Bitbrains pod's provisioned size, kept as an annotation rather than as limits: see describe().
+PROVISIONED = "trace.descheduler.dev/provisioned"
 
 PODS_PER_NODE = 12
 REQUESTED = 0.6  # the cluster's requested share of allocatable
@@ -78,6 +80,7 @@ class PodTrace:
     memory_request: int
     cpu_limit: int | None
     memory_limit: int
+    declared: bool  # the limits are in the pod spec (else only an annotation: see PROVISIONED)
 
 
 # ------------------------------------------------------------------ reading the traces
@@ -218,6 +221,7 @@ def _bitbrains_pods(
                     memory_request=min(round(vm.memory_capacity), derived_request(seen_memory, quantile, MEMORY_FLOOR)),
                     cpu_limit=cpu_limit,
                     memory_limit=round(vm.memory_capacity),
+                    declared=False,
                 )
             )
     return pods
@@ -248,6 +252,7 @@ def _genai_pods(folder: Path, count: int, rng: random.Random) -> list[PodTrace]:
                     memory_request=min(limit, max(MEMORY_FLOOR, request)),
                     cpu_limit=None,
                     memory_limit=limit,
+                    declared=True,
                 )
             )
     return pods
@@ -322,7 +327,13 @@ def _workload(pod: PodTrace, namespace: str) -> tuple[dict[str, Any], dict[str, 
     if pod.cpu_limit is not None:
         limits["cpu"] = f"{pod.cpu_limit}m"
     labels = {"app": pod.name, SERIES_LABEL: pod.name}
-    containers = [{"name": "main", "image": "trace", "resources": {"requests": requests, "limits": limits}}]
+    resources: dict[str, Any] = {"requests": requests}
+    annotations: dict[str, str] = {}
+    if pod.declared:
+        resources["limits"] = limits
+    else:
+        annotations[PROVISIONED] = ", ".join(f"{r}={v}" for r, v in limits.items())
+    containers = [{"name": "main", "image": "trace", "resources": resources}]
     owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": pod.name, "uid": f"uid-rs-{pod.name}"}
     rs = {
         "apiVersion": "apps/v1",
@@ -336,7 +347,10 @@ def _workload(pod: PodTrace, namespace: str) -> tuple[dict[str, Any], dict[str, 
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": {"app": pod.name}},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": containers}},
+            "template": {
+                "metadata": {"labels": labels, "annotations": annotations},
+                "spec": {"containers": containers},
+            },
         },
     }
     raw = {
@@ -347,6 +361,7 @@ def _workload(pod: PodTrace, namespace: str) -> tuple[dict[str, Any], dict[str, 
             "namespace": namespace,
             "uid": f"uid-pod-{pod.name}",
             "labels": dict(labels),
+            "annotations": dict(annotations),
             "ownerReferences": [{**owner, "controller": True}],
         },
         "spec": {"containers": containers},
@@ -473,15 +488,18 @@ _DESCRIPTIONS: dict[str, str] = {
     "bitbrains": (
         "bitbrains: real — each pod's cpu (cores used) and memory (bytes used) over one day is a real "
         "Bitbrains Rnd VM's (GWA-T-12, 2013-08-05, 5-min samples; the 8 VMs provisioned with 0 cores or 0 "
-        "memory are left out; cpu clamped at the provisioned cores), and its limit is that VM's provisioned "
-        "cores and memory. Derived — the request: a seeded quantile (uniform in 0.2–0.8 per pod) of the pod's "
-        "own first 6 hours of usage, at least 50m and 256Mi, so some pods later use far more than they ask "
-        "and idle ones far less; each pod is its own one-replica ReplicaSet; VMs whose peak would exceed 60% "
-        "of a node are left out (no node could cool them); when more pods than VMs are needed, copy k of a "
-        "VM takes the day that starts k × 24 h ÷ copies later in the file's two days. Nodes are homogeneous, "
-        "sized so the cluster is 60% requested on cpu and memory (about 12 pods a node), with a kubelet "
-        "overhead of 100m and 256Mi each. Placement: the stock scheduler (spreading by requests, blind to "
-        "usage) binds every pod before the day starts, so skew comes only from usage departing from requests."
+        "memory are left out; cpu clamped at the provisioned cores). Derived — the request: a seeded quantile"
+        " (uniform in 0.2–0.8 per pod) of the pod's own first 6 hours of usage, at least 50m and 256Mi, so "
+        "some pods later use far more than they ask and idle ones far less; each pod is its own one-replica "
+        "ReplicaSet; VMs whose peak would exceed 60% of a node are left out (no node could cool them); no "
+        "limits are declared: the VM's provisioned cores and memory (median 2 cores and 4Gi, far above their "
+        f"use: median 1% and 4.5%) are kept as the annotation {PROVISIONED}, since as limits they exceed the "
+        "~1.3-core nodes and the load-aware estimate of a moved pod (85% of its cpu limit) would fit no node;"
+        " when more pods than VMs are needed, copy k of a VM takes the day that starts k × 24 h ÷ copies "
+        "later in the file's two days. Nodes are homogeneous, sized so the cluster is 60% requested on cpu "
+        "and memory (about 12 pods a node), with a kubelet overhead of 100m and 256Mi each. Placement: the "
+        "stock scheduler (spreading by requests, blind to usage) binds every pod before the day starts, so "
+        "skew comes only from usage departing from requests."
     ),
     "bitbrains-diurnal": (
         "bitbrains-diurnal: as bitbrains, with each pod's cpu multiplied by the Alibaba 2018 cluster's cpu "

@@ -36,7 +36,11 @@ def _kind(loaded: LoadedScenario, kind: str) -> list[dict[str, Any]]:
 
 
 def _limits(pod: dict[str, Any]) -> dict[str, int]:
-    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    """Declared limits, else the provisioned size the annotation keeps (Bitbrains)."""
+    limits = pod["spec"]["containers"][0]["resources"].get("limits")
+    if limits is None:
+        text = pod["metadata"]["annotations"][scenarios.PROVISIONED]
+        limits = dict(item.split("=") for item in text.split(", "))
     return {r: to_units(r, v) for r, v in limits.items()}
 
 
@@ -135,11 +139,20 @@ def test_a_bitbrains_request_is_a_quantile_of_its_first_hours_floored(
             assert within or request in (floor, limit), pod_key(pod)
 
 
-def test_a_bitbrains_limit_is_the_provisioned_size(built: dict[str, LoadedScenario]) -> None:
+def test_a_bitbrains_pod_declares_no_limits_and_notes_its_provisioned_size(
+    built: dict[str, LoadedScenario],
+) -> None:
     vms = {f"vm{vm.vm}": vm for vm in scenarios.bitbrains_vms(traces_dir())}  # type: ignore[arg-type]
     for pod in _kind(built["bitbrains"], "Pod"):
+        assert "limits" not in pod["spec"]["containers"][0]["resources"]
         vm = vms[pod["metadata"]["name"].split("-")[0]]
-        assert _limits(pod) == {"cpu": round(vm.cores * 1000), "memory": round(vm.memory_capacity)}
+        assert _limits(pod) == {"cpu": round(vm.cores * 1000), "memory": round(vm.memory_capacity / 1024) * 1024}
+
+
+def test_a_genai_pod_declares_its_memory_limit(built: dict[str, LoadedScenario]) -> None:
+    for pod in _kind(built["genai-memory"], "Pod"):
+        limit = pod["spec"]["containers"][0]["resources"]["limits"]["memory"]
+        assert to_units("memory", limit) in {g * 2**30 for g in scenarios.GENAI_LIMITS_GI}
 
 
 def _bitbrains_rows(vm: int) -> list[dict[str, str]]:
