@@ -7,6 +7,7 @@ reference cycle, so the cyclic GC need not walk the 150,000 of them a big cluste
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -94,11 +95,22 @@ class NodeSelectorRequirement(msgspec.Struct, frozen=True, kw_only=True):
             return value is None
         if value is None or len(self.values) != 1:
             return False
-        try:
-            have, want = int(value), int(self.values[0])
-        except ValueError:
+        have, want = _go_int(value), _go_int(self.values[0])
+        if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _go_int(text: str) -> int | None:
+    """A label value as Go's strconv.ParseInt(text, 10, 64) reads it: an optional sign and decimal
+    digits only (Python's int() also takes underscores and surrounding spaces), within int64."""
+    if _GO_INT.fullmatch(text) is None:
+        return None
+    number = int(text)
+    return number if -(2**63) <= number < 2**63 else None
 
 
 class NodeSelectorTerm(msgspec.Struct, frozen=True, kw_only=True):

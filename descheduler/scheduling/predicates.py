@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,9 @@ from descheduler.scheduling.table import (
     NodeTable,
 )
 from descheduler.scheduling.view import ClusterView
+
+if TYPE_CHECKING:
+    from descheduler.snapshot import Snapshot
 
 Keys = npt.NDArray[Any]
 
@@ -64,6 +67,13 @@ INSUFFICIENT = define("InsufficientResource", _insufficient, brief="insufficient
 # facts: other (the pod already there), key and domain (the topology it holds), keys (all the pod's keys).
 ANTI_AFFINITY = define(
     "PodAntiAffinity", "pod anti-affinity: {other} already in {key}={domain}", brief="pod anti-affinity"
+)
+# A running pod's required anti-affinity selects the incoming pod (kube-scheduler's InterPodAffinity
+# "existing pods' anti-affinity").
+EXISTING_ANTI_AFFINITY = define(
+    "ExistingPodAntiAffinity",
+    "anti-affinity of {other}: keeps the pod out of {key}={domain}",
+    brief="another pod's anti-affinity",
 )
 METRIC_EXPIRED_CODE = define(
     "NodeMetricExpired", "node metric expired ({age:.0f}s old > {limit}s)", brief="node metric expired"
@@ -98,6 +108,9 @@ _FOR_SCHEDULER: dict[str, Callable[[Refusal], str]] = {
         f"insufficient {r.subject}" + (" (room held by reservations)" if _held_room_would_fit(r) else "")
     ),
     ANTI_AFFINITY: lambda r: f"pod anti-affinity: a pod it must not share {r.facts['keys']} with already runs there",
+    EXISTING_ANTI_AFFINITY: lambda r: (
+        f"anti-affinity of a pod already there: it keeps this pod out of {r.facts['key']}"
+    ),
     METRIC_EXPIRED_CODE: lambda r: f"node metric expired (older than {r.facts['limit']}s)",
     LOAD_OVER: lambda r: _load_words("", r),
     AGGREGATED_LOAD_OVER: lambda r: _load_words(f"{r.facts['kind']} ", r),
@@ -105,7 +118,7 @@ _FOR_SCHEDULER: dict[str, Callable[[Refusal], str]] = {
 }
 # Refusals that preempting pods on the node could resolve (kube-scheduler's FailedNodes); the
 # others are FailedAndUnresolvableNodes.
-RESOLVABLE = frozenset({INSUFFICIENT, ANTI_AFFINITY})
+RESOLVABLE = frozenset({INSUFFICIENT, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY})
 
 
 def for_scheduler(refusal: Refusal) -> str:
@@ -316,11 +329,7 @@ def _term_nodes(pod: Pod, term: PodAffinityTerm, view: ClusterView) -> Iterator[
     if term.label_selector is None:
         return
     snapshot = view.table.snapshot
-    if term.namespace_selector is not None:
-        namespaces = {n for n, labels in snapshot.namespaces.items() if term.namespace_selector.matches(labels)}
-        namespaces.update(term.namespaces)
-    else:
-        namespaces = set(term.namespaces) or {pod.namespace}
+    namespaces = _term_namespaces(pod.namespace, term, snapshot)
     for other in snapshot.pods:
         if other.key == pod.key or other.terminal or other.namespace not in namespaces:
             continue
@@ -329,11 +338,53 @@ def _term_nodes(pod: Pod, term: PodAffinityTerm, view: ClusterView) -> Iterator[
             yield other, node
 
 
+def _term_namespaces(owner_namespace: str, term: PodAffinityTerm, snapshot: Snapshot) -> set[str]:
+    """The namespaces a term's selector looks in (its owner's own when it names none)."""
+    if term.namespace_selector is not None:
+        namespaces = {n for n, labels in snapshot.namespaces.items() if term.namespace_selector.matches(labels)}
+        namespaces.update(term.namespaces)
+        return namespaces
+    return set(term.namespaces) or {owner_namespace}
+
+
+def _guards(view: ClusterView) -> list[Pod]:
+    """Pods with a required anti-affinity (computed once per table)."""
+    table = view.table
+    found: list[Pod] | None = table.derived.get("anti-affinity pods")
+    if found is None:
+        found = table.derived["anti-affinity pods"] = [p for p in table.snapshot.pods if p.anti_affinity]
+    return found
+
+
+def _guarded(pod: Pod, view: ClusterView) -> dict[tuple[str, str], str]:
+    """(topology key, domain) -> the placed pod whose required anti-affinity selects `pod` there."""
+    snapshot = view.table.snapshot
+    by_name = snapshot.node_by_name
+    out: dict[tuple[str, str], str] = {}
+    for other in _guards(view):
+        if other.key == pod.key or other.terminal:
+            continue
+        node = view.node_of(other)
+        if not node or node not in by_name:
+            continue
+        for term in other.anti_affinity:
+            if term.label_selector is None or not term.label_selector.matches(pod.labels):
+                continue
+            if pod.namespace not in _term_namespaces(other.namespace, term, snapshot):
+                continue
+            domain = by_name[node].labels.get(term.topology_key)
+            if domain is not None:
+                out.setdefault((term.topology_key, domain), other.key)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class AntiAffinityCheck:
-    """The pod's required anti-affinity for every node: per term, the topology domains already taken."""
+    """Required anti-affinity for every node: per term of the pod's own, the topology domains already
+    taken; and the domains placed pods' anti-affinity keeps the pod out of."""
 
     taken: tuple[dict[str, str], ...]  # per term: domain -> the first pod (key) found in it
+    guarded: dict[tuple[str, str], str]  # (topology key, domain) -> the pod whose anti-affinity excludes it
     passed: BoolArray
 
 
@@ -352,7 +403,10 @@ def anti_affinity_check(pod: Pod, view: ClusterView) -> AntiAffinityCheck:
         for domain in domains:
             mask[index.get(domain, [])] = False
         taken.append(domains)
-    return AntiAffinityCheck(tuple(taken), mask)
+    guarded = _guarded(pod, view)
+    for key, domain in guarded:
+        mask[table.label_index().get(key, {}).get(domain, [])] = False
+    return AntiAffinityCheck(tuple(taken), guarded, mask)
 
 
 def anti_affinity_mask(pod: Pod, view: ClusterView) -> BoolArray:
@@ -611,6 +665,9 @@ class Checks:
                 if domain is not None and domain in taken:
                     facts = {"other": taken[domain], "key": term.topology_key, "domain": domain, "keys": keys}
                     return Refusal(code=ANTI_AFFINITY, facts=facts)
+            for (key, domain), other in check.guarded.items():
+                if labels.get(key) == domain:
+                    return Refusal(code=EXISTING_ANTI_AFFINITY, facts={"other": other, "key": key, "domain": domain})
             raise AssertionError(f"node {names[row]} passes the pod's anti-affinity")
 
         return Stage(~check.passed.take(rows), one, refusal)
@@ -664,6 +721,6 @@ def checks(pod: Pod, view: ClusterView, *, node_fit: bool = True, owned: Sequenc
         if any(table.taint_groups):
             taints = untolerated_taints(pod, table)
         fit = fit_check(pod, view, owned)
-        if pod.anti_affinity:
+        if pod.anti_affinity or _guards(view):
             anti = anti_affinity_check(pod, view)
     return Checks(pod, view, selector, taints, fit, anti, load_check(pod, view, owned))

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from descheduler.model import Node, Pod
+from descheduler.model import Node, NodeSelectorRequirement, Pod
 from descheduler.policy import parse_policy
 from descheduler.quantity import to_units
 from descheduler.refusal import Refusal
@@ -265,6 +265,37 @@ def test_required_anti_affinity_on_hostname() -> None:
     p = the_pod(snap, "p")
     assert why(p, "n1", view) == "pod anti-affinity: default/db-0 already in kubernetes.io/hostname=n1"
     assert why(p, "n2", view) is None
+
+
+def test_a_running_pods_anti_affinity_keeps_the_pod_out_of_its_domain() -> None:
+    # kube-scheduler's InterPodAffinity also checks existing pods' required anti-affinity against the
+    # incoming pod: "guard" on n1 refuses any app=web pod beside it, and web carries no terms itself.
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    objs = [
+        node("n1"),
+        node("n2"),
+        pod("guard", "n1", affinity=anti),
+        pod("p", labels={"app": "web"}),
+        pod("q", labels={"app": "db"}),
+    ]
+    snap, view = view_of(objs)
+    assert why(the_pod(snap, "p"), "n1", view) == (
+        "anti-affinity of default/guard: keeps the pod out of kubernetes.io/hostname=n1"
+    )
+    assert why(the_pod(snap, "p"), "n2", view) is None
+    assert why(the_pod(snap, "q"), "n1", view) is None
+
+
+@pytest.mark.parametrize(("value", "matches"), [("16", True), ("+16", True), ("1_6", False), (" 16", False)])
+def test_gt_reads_label_values_as_go_parseint_does(value: str, matches: bool) -> None:
+    requirement = NodeSelectorRequirement(key="cores", operator="Gt", values=("8",))
+    assert requirement.matches(value) is matches
 
 
 # --- load filter --------------------------------------------------------------------------
