@@ -1,6 +1,6 @@
 """The product's scheduling core, checked against the independent stock kube-scheduler: on random
 small clusters, the core's non-load verdict (node condition, nodeSelector and required node
-affinity, taints, requests fit, the pod's required anti-affinity) accepts exactly the nodes
+affinity, taints, requests fit, required anti-affinity both ways) accepts exactly the nodes
 `StockScheduler.feasible` accepts. No NodeMetrics exist, so the core's load filter passes every node.
 
 Kept out of the random clusters, where the core differs from kube-scheduler on purpose (each pinned
@@ -11,7 +11,7 @@ node as a target, whatever the pod tolerates):
 - a NotReady node: kube-scheduler checks taints, not conditions, so a pod tolerating the not-ready
   taint may go there; the core refuses every NotReady node (so every node drawn here is Ready).
 
-Running pods here carry no anti-affinity here carry no anti-affinity and label values are plain integers: the two places
+Running pods here carry required anti-affinity too; label values are plain integers. The two places
 where the core used to differ — running pods' anti-affinity against the incoming pod, and Gt / Lt on
 a value Go's strconv.ParseInt refuses — are pinned in `test_where_the_core_now_agrees`.
 """
@@ -137,9 +137,7 @@ def clusters(draw: st.DrawFn) -> tuple[list[Raw], list[Raw], Raw]:
     cluster_nodes = draw(nodes())
     names = [n["metadata"]["name"] for n in cluster_nodes]
     running = [
-        # Running pods carry no anti-affinity: the core does not check theirs (see the module docstring).
-        _pod(f"r{i}", draw, draw(st.sampled_from(names)), None)
-        for i in range(draw(st.integers(0, 6)))
+        _pod(f"r{i}", draw, draw(st.sampled_from(names)), _anti_affinity(draw)) for i in range(draw(st.integers(0, 6)))
     ]
     incoming = _pod("incoming", draw, "", _anti_affinity(draw))
     spec = incoming["spec"]
