@@ -566,9 +566,10 @@ class StockScheduler:
         for taint in node.taints:
             if taint.effect in _BLOCKING and not tolerates(tolerations, taint):
                 return f"node(s) had untolerated taint {taint}"
-        found = self._node_affinity(cycle, node)
-        if found is not None:
-            return found
+        if cycle.node_selector or cycle.required_terms is not None:
+            found = self._node_affinity(cycle, node)
+            if found is not None:
+                return found
         found = self._fit(cycle.pod, node, cycle.released.get(node.name, {}))
         if found is not None:
             return found
@@ -578,7 +579,9 @@ class StockScheduler:
                 return "node(s) didn't match pod topology spread constraints (missing required label)"
             if spread.counts.get(domain, 0) + spread.self_match - spread.min_match > spread.max_skew:
                 return "node(s) didn't match pod topology spread constraints"
-        return self._inter_pod_affinity(cycle, node)
+        if cycle.existing_anti or cycle.affinity or cycle.own_anti:
+            return self._inter_pod_affinity(cycle, node)
+        return None
 
     def _fit(self, pod: StockPod, node: StockNode, released: Mapping[str, int]) -> str | None:
         requested = self.requested[node.name]
