@@ -49,6 +49,7 @@ DAY_STEPS = 86_400 // STEP
 SERIES_LABEL = "trace-series"
 # A Bitbrains pod's provisioned size, kept as an annotation rather than as limits: see describe().
 PROVISIONED = "trace.descheduler.dev/provisioned"
+SOURCE = "trace.descheduler.dev/source"  # which trace series a pod follows, from which offset
 
 PODS_PER_NODE = 12
 REQUESTED = 0.6  # the cluster's requested share of allocatable
@@ -59,7 +60,7 @@ FIT = 0.6  # a trace whose peak usage exceeds this share of a node is left out: 
 CPU_FLOOR = 50  # millicores: the smallest request
 MEMORY_FLOOR = 256 * 2**20  # bytes
 GENAI_SIZING = (0.33, 3.0)  # genai-memory: the request is also off by this factor (log-uniform, seeded)
-OVERHEAD = (100, 256 * 2**20)  # the kubelet's own usage per node (millicores, bytes): small nodes
+OVERHEAD = (100, 256 * 2**20)  # the system's own usage per node (millicores, bytes); the nodes are small
 GENAI_LIMITS_GI = (4, 8, 16)  # the memory limit a GenAI pod's utilisation is a fraction of (seeded)
 GENAI_CPU_REQUESTS = (250, 500, 1000)  # millicores (seeded)
 GENAI_CPU_FRACTION = 0.4  # genai cpu usage: this share of its request, ±10% noise
@@ -262,6 +263,7 @@ def _genai_pods(folder: Path, count: int, rng: random.Random) -> list[PodTrace]:
 
 
 def _peak(pod: PodTrace, diurnal: tuple[FloatArray, FloatArray] | None) -> tuple[float, float]:
+    """The pod's highest cpu and memory usage over the day (genai cpu: its fraction plus 3 σ of noise)."""
     cpu = pod.cpu if pod.cpu is not None else np.array([pod.cpu_request * GENAI_CPU_FRACTION * 1.3])
     memory = pod.memory
     if diurnal is not None and pod.cpu is not None:
@@ -328,7 +330,7 @@ def _workload(pod: PodTrace, namespace: str) -> tuple[dict[str, Any], dict[str, 
         limits["cpu"] = f"{pod.cpu_limit}m"
     labels = {"app": pod.name, SERIES_LABEL: pod.name}
     resources: dict[str, Any] = {"requests": requests}
-    annotations: dict[str, str] = {}
+    annotations = {SOURCE: pod.source}
     if pod.declared:
         resources["limits"] = limits
     else:
