@@ -11,7 +11,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from descheduler.labels import LabelSelector
 from descheduler.quantity import QuantityError, to_units
@@ -122,6 +122,13 @@ class UsageSpec(_Model):
         default_factory=lambda: {"cpu": "200m", "memory": "512Mi"}, alias="systemOverhead"
     )
     pods: list[UsageRule] = Field(default_factory=list)
+    _index: _RuleIndex | None = PrivateAttr(default=None)
+
+    def rule_index(self) -> _RuleIndex:
+        """The rules with their selectors parsed once, indexed by their first matchLabels pair."""
+        if self._index is None:
+            self._index = _RuleIndex(self.pods)
+        return self._index
 
     @field_validator("system_overhead")
     @classmethod
@@ -184,13 +191,39 @@ def usage_units(
     return max(0, round(base))
 
 
+class _RuleIndex:
+    """`models_for` without parsing every rule's selector for every pod: a scenario with a rule per
+    pod (one trace series each) has thousands. A rule with matchLabels is only tried on pods that
+    carry its first pair; the others on every pod; either way in the rules' order."""
+
+    def __init__(self, rules: Sequence[UsageRule]) -> None:
+        self.parsed = [(rule, rule.label_selector()) for rule in rules]
+        self.by_pair: dict[tuple[str, str], list[int]] = {}
+        self.always: list[int] = []
+        for i, rule in enumerate(rules):
+            match = rule.selector.get("matchLabels") or {}
+            if match:
+                key = next(iter(match))
+                self.by_pair.setdefault((key, str(match[key])), []).append(i)
+            else:
+                self.always.append(i)
+
+    def candidates(self, labels: Mapping[str, str]) -> list[int]:
+        found = list(self.always)
+        for pair in labels.items():
+            found += self.by_pair.get(pair, ())
+        return sorted(found)
+
+
 def models_for(spec: UsageSpec, namespace: str, labels: Mapping[str, str]) -> dict[str, UsageModel]:
     """The model of each measured resource for a pod: first matching rule per resource, else the default."""
     chosen: dict[str, UsageModel] = {}
-    for rule in spec.pods:
+    index = spec.rule_index()
+    for i in index.candidates(labels):
+        rule, selector = index.parsed[i]
         if rule.namespace is not None and rule.namespace != namespace:
             continue
-        if not rule.label_selector().matches(labels):
+        if not selector.matches(labels):
             continue
         for resource in MEASURED:
             model = getattr(rule, resource)

@@ -1,6 +1,14 @@
 import pytest
 
-from descheduler.fakecluster.usage import Diurnal, Series, UsageModel, diurnal_factor, usage_units
+from descheduler.fakecluster.usage import (
+    Diurnal,
+    Series,
+    UsageModel,
+    UsageSpec,
+    diurnal_factor,
+    models_for,
+    usage_units,
+)
 
 GI = 2**30
 
@@ -58,3 +66,29 @@ def test_a_cluster_started_now_loads_as_its_scenario_start_does() -> None:
     assert demo.scenario.start is not None
     assert usage(SimulatedCluster(demo)) == usage(SimulatedCluster(demo, start=demo.scenario.start))
     assert usage(SimulatedCluster(demo)) != usage(SimulatedCluster(demo, start=demo.scenario.start - 12 * 3600))
+
+
+def test_the_first_matching_rule_wins_per_resource_in_the_rules_order() -> None:
+    spec = UsageSpec.model_validate(
+        {
+            "pods": [
+                {
+                    "selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]}]},
+                    "cpu": {"fraction": 0.1},
+                },
+                {
+                    "selector": {"matchLabels": {"app": "a", "tier": "web"}},
+                    "cpu": {"fraction": 0.2},
+                    "memory": {"fraction": 0.3},
+                },
+                {"selector": {"matchLabels": {"tier": "web"}}, "namespace": "other", "memory": {"fraction": 0.4}},
+                {"selector": {}, "memory": {"fraction": 0.5}},
+            ]
+        }
+    )
+    web_a = models_for(spec, "ns", {"app": "a", "tier": "web"})
+    assert (web_a["cpu"].fraction, web_a["memory"].fraction) == (0.1, 0.3)
+    other = models_for(spec, "other", {"tier": "web"})
+    assert (other["cpu"].fraction, other["memory"].fraction) == (0.1, 0.4)
+    # matchLabels must match whole: app=a alone lacks tier=web.
+    assert models_for(spec, "ns", {"app": "a"})["memory"].fraction == 0.5
