@@ -63,7 +63,8 @@ HIGH = {"cpu": 70.0, "memory": 80.0}
 MEASURED = ("cpu", "memory")
 INTERVAL_MINUTES = 10
 TICK_SECONDS = 60.0
-MIGRATION_PERIOD = 60.0
+MIGRATION_PERIOD = 60.0  # the migration controller's period while no move is in flight; ground truth's sampling
+BUSY_PERIOD = 10.0  # while a move is in flight (the product's controller steps every 2 s)
 SIZES = (50, 300)
 SMOKE_NODES = 8
 EXACT_PODS = 16
@@ -248,7 +249,9 @@ class QualitySimulation(Simulation):
     kubelet, which nodes are hot, and where every pod was first bound."""
 
     def __init__(self, scenario: LoadedScenario, policy: Policy, cycles: int, *, stock: bool, keep: bool) -> None:
-        options = SimulationOptions(cycles=cycles, migration_period=MIGRATION_PERIOD, warmup_seconds=90.0)
+        options = SimulationOptions(
+            cycles=cycles, migration_period=MIGRATION_PERIOD, busy_period=BUSY_PERIOD, warmup_seconds=90.0
+        )
         super().__init__(scenario, policy, options, start=START.timestamp())
         record = QualityRecord(policy, began=self.cluster.now)
         record.minimum = Minimum() if keep else None
@@ -258,6 +261,7 @@ class QualitySimulation(Simulation):
         self.samples: list[tuple[float, frozenset[str]]] = []
         self.peaks: list[np.ndarray] = []  # per sample: each node's usage share, the larger of cpu and memory
         self.seen: dict[str, SeenPod] = {}
+        self._next_sample = 0.0  # ground truth is sampled every MIGRATION_PERIOD, however often steps come
         overhead = scenario.scenario.usage.overhead_units()
         self._overhead = (overhead.get("cpu", 0), overhead.get("memory", 0))
         self._nodes: list[str] = []
@@ -274,6 +278,12 @@ class QualitySimulation(Simulation):
     def _observe(self) -> None:
         super()._observe()
         elapsed = self.cluster.now - self.record.began
+        self._see_pods(elapsed)
+        if elapsed + 1e-6 < self._next_sample:
+            return
+        self._next_sample += MIGRATION_PERIOD
+        if self._next_sample <= elapsed:
+            self._next_sample = elapsed + MIGRATION_PERIOD
         used = np.tile(np.array(self._overhead, dtype=np.float64), (len(self._nodes), 1))
         for usage in self.cluster.kubelet.usage.values():
             row = self._row.get(usage.node)
@@ -283,6 +293,9 @@ class QualitySimulation(Simulation):
         hot = np.any(used > self._limit, axis=1)
         self.samples.append((elapsed, frozenset(self._nodes[i] for i in np.flatnonzero(hot))))
         self.peaks.append(np.max(used / self._alloc, axis=1))
+
+    def _see_pods(self, elapsed: float) -> None:
+        """Where every pod was first bound, and when (every step: a replacement's node is found by it)."""
         for pod in self.cluster.store.list("pods", shared=True):
             meta = pod["metadata"]
             node = (pod.get("spec") or {}).get("nodeName")

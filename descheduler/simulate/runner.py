@@ -45,6 +45,9 @@ class SimulationOptions:
     cycles: int = 10
     warmup_seconds: float = 90.0  # pods start, metrics are published before the first cycle
     migration_period: float = 5.0
+    # While a job is in flight, the migration controller (and the cluster) step this often instead:
+    # in a cluster the controller steps every 2 s, so a move takes seconds, not many coarse periods.
+    busy_period: float | None = None
     drain_seconds: float = 300.0  # after the last cycle: let jobs in flight finish (bounded)
 
 
@@ -134,10 +137,12 @@ class Simulation:
 
     def _advance(self, seconds: float, migration: MigrationController | None) -> None:
         """Advance simulated time; run the migration controller every `migration_period`."""
-        period = self.options.migration_period
         cluster = self.cluster
         end = cluster.now + seconds
         while cluster.now < end - 1e-9:
+            period = self.options.migration_period
+            if self.options.busy_period is not None and migration is not None and self._active_jobs():
+                period = self.options.busy_period
             cluster.advance(min(period, end - cluster.now))
             if migration is not None and self.cache is not None:
                 settle(self.cache, cluster)
@@ -156,7 +161,7 @@ class Simulation:
             waited += self.options.migration_period
 
     def _active_jobs(self) -> bool:
-        return any(phase(job) not in TERMINAL_PHASES for job in self.cluster.store.list(MIGRATION_JOBS))
+        return any(phase(job) not in TERMINAL_PHASES for job in self.cluster.store.list(MIGRATION_JOBS, shared=True))
 
     def close(self) -> None:
         if self.cache is not None:
