@@ -24,6 +24,7 @@ Two modes:
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -216,8 +217,10 @@ class Scheduler:
         if self.extender is None:
             self.renew_lease(now)
             self._acknowledge()
+        # Read shared (no decode of every pod each tick); the few pending ones are copied to work on.
         raw_pending = {
-            f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in self._pending(self.store.list("pods"))
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}": copy.deepcopy(p)
+            for p in self._pending(self.store.list("pods", shared=True))
         }
         if not raw_pending:
             self.unschedulable = {}
