@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import combinations
@@ -483,10 +485,14 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
 def run_quality(
     families: Sequence[str] | None = None, sizes: Sequence[int] = SIZES, seed: int = 1, hours: float = 24.0
 ) -> dict[str, Any]:
-    """Every family at every size; the flat metrics the runner's table shows, and the scenarios."""
+    """Every family at every size, a scenario per process on every core; the flat metrics the runner's
+    table shows, and the scenarios."""
     from benchmarks.scenarios import FAMILIES
 
-    scenarios = [run_scenario(f, n, seed, hours) for f in (families or FAMILIES) for n in sizes]
+    todo = [(f, n) for f in (families or FAMILIES) for n in sizes]
+    with ProcessPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+        futures = [pool.submit(run_scenario, f, n, seed, hours) for f, n in todo]
+        scenarios = [future.result() for future in futures]
     for scenario in scenarios:
         scenario["missed"] = verdict(scenario)
         write_chart(scenario)
