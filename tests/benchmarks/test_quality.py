@@ -5,6 +5,7 @@ contender (no timing)."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from benchmarks.quality import (
     LOW,
     Minimum,
     QualitySimulation,
+    SeenPod,
     coarse,
     contenders,
     fewest_covering,
@@ -32,6 +34,7 @@ from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.clock import SimClock
 from descheduler.fakecluster.traces import trace_scenario, traces_dir
 from descheduler.plan_cycle import plan_cycle
+from descheduler.simulate.record import CycleRecord
 from tests import builders as b
 
 T0 = 1_768_478_400.0
@@ -127,6 +130,48 @@ def test_hot_samples_are_read_from_the_cluster() -> None:
     assert simulation.hot_node_minutes() == 3.0
     assert simulation.hot_series() == [(0.0, 1), (0.017, 0), (0.033, 2)]
     simulation.close()
+
+
+def _job(pod: str, evicted: float, began: float, replacement: str) -> dict[str, Any]:
+    stamp = datetime.fromtimestamp(began + evicted, UTC).isoformat().replace("+00:00", "Z")
+    namespace, name = pod.split("/")
+    return {
+        "spec": {"podRef": {"namespace": namespace, "name": name}},
+        "status": {
+            "conditions": [{"type": "Evicted", "status": "True", "lastTransitionTime": stamp}],
+            "newPodRef": {"uid": replacement},
+            "workload": {"uid": f"w-{name}"},
+        },
+    }
+
+
+@NEEDS_TRACES
+def test_ping_pong_is_a_replacement_on_a_hot_node_or_moved_again_within_the_hour() -> None:
+    loaded = coarse(trace_scenario(nodes=4, seed=2))
+    simulation = QualitySimulation(loaded, ours_policy(), 1, stock=False, keep=False)
+    began = simulation.record.began
+    simulation.record.cycles = [CycleRecord(i, 600.0 * i, 0, 0, "", {}, {}, {}) for i in range(1, 20)]
+    simulation.samples = [(600.0, frozenset()), (1200.0, frozenset({"hot"}))]
+    simulation.seen = {
+        "r-a": SeenPod("ns/a2", "hot", "w-a", 610.0, 620.0),  # bound on a node hot at the next cycle
+        "r-b": SeenPod("ns/b2", "cool", "w-b", 610.0, 620.0),
+        "r-c": SeenPod("ns/c2", "cool", "w-c", 610.0, 620.0),
+        "r-b3": SeenPod("ns/b3", "cool", "w-b2", 2420.0, 2430.0),
+        "r-c3": SeenPod("ns/c3", "cool", "w-c2", 8000.0, 8030.0),
+    }
+    simulation.record.jobs = {
+        "ja": _job("ns/a", 600.0, began, "r-a"),
+        "jb": _job("ns/b", 600.0, began, "r-b"),
+        "jc": _job("ns/c", 600.0, began, "r-c"),
+        "jb2": _job("ns/b2", 2420.0, began, "r-b3"),  # 30 min after it was placed: the move did not last
+        "jc2": _job("ns/c2", 8000.0, began, "r-c3"),  # over two hours later: a later move, not ping-pong
+    }
+    found = simulation.ping_pong()
+    simulation.close()
+    assert found == [
+        "ja: the replacement ns/a2 landed on hot, hot at the next cycle",
+        "jb2: moves ns/b2 again 30 min after jb placed it",
+    ]
 
 
 @NEEDS_TRACES
