@@ -535,6 +535,7 @@ def write_chart(scenario: dict[str, Any], folder: Path = CHARTS) -> Path:
 def render_quality(run: dict[str, Any]) -> str:
     """The side-by-side table for RESULTS.md, with a picture per scenario."""
     from benchmarks.run import markdown_table
+    from benchmarks.scenarios import describe
 
     labels = {c.key: c.label for c in contenders()}
     header = [
@@ -587,6 +588,10 @@ def render_quality(run: dict[str, Any]) -> str:
         "metrics; on requests for LNU requests); at most 10 evictions a cycle and 2 per node; minReplicas 1. "
         "Hot-node-minutes and the worst node's p99 are measured on the kubelet's usage. The minimum is a "
         "lower bound (module docstring of benchmarks/quality.py).",
+        "",
+        "What is real and what is derived in each scenario family (benchmarks/scenarios.py):",
+        "",
+        *(f"- {describe(family)}" for family in dict.fromkeys(s["family"] for s in run.get("scenarios", []))),
     ]
     return "\n".join(text)
 
