@@ -74,6 +74,7 @@ SMOKE_NODES = 8
 EXACT_PODS = 16
 FLAP_SECONDS = 3600.0  # a replacement moved again sooner than this counts as ping-pong
 CHARTS = Path(__file__).resolve().parent
+CHART_BUCKET_HOURS = 0.5  # the picture: hot nodes averaged per half hour
 
 LIMITS = """
 evictor: {minReplicas: 1}
@@ -522,10 +523,13 @@ def chart_name(scenario: dict[str, Any]) -> str:
 
 
 def write_chart(scenario: dict[str, Any], folder: Path = CHARTS) -> Path:
-    from benchmarks.quality_chart import hot_nodes_svg
+    from benchmarks.quality_chart import bucket_means, hot_nodes_svg
 
     labels = {c.key: c.label for c in contenders()}
-    lines = [(labels.get(key, key), run["hotSeries"]) for key, run in scenario["runs"].items()]
+    lines = [
+        (labels.get(key, key), bucket_means(run["hotSeries"], scenario["hours"], CHART_BUCKET_HOURS))
+        for key, run in scenario["runs"].items()
+    ]
     title = f"{scenario['name']}: {scenario['nodes']} nodes, {scenario['pods']} pods, seed {scenario['seed']}"
     path = folder / chart_name(scenario)
     path.write_text(hot_nodes_svg(title, scenario["hours"], lines))
@@ -583,7 +587,8 @@ def render_quality(run: dict[str, Any]) -> str:
         *pictures,
         "",
         f"A simulated day from 00:00 UTC, one cycle every {INTERVAL_MINUTES} min, the cluster ticking every "
-        f"{TICK_SECONDS:g} s, the migration controller every {MIGRATION_PERIOD:g} s. Thresholds for every "
+        f"{TICK_SECONDS:g} s, the migration controller every {MIGRATION_PERIOD:g} s ({BUSY_PERIOD:g} s while a move is "
+        "in flight; the product steps every 2 s). Thresholds for every "
         f"contender: low {_flow(LOW)}, high {_flow(HIGH)} percent (on usage for ours, Koordinator and LNU "
         "metrics; on requests for LNU requests); at most 10 evictions a cycle and 2 per node; minReplicas 1. "
         "Hot-node-minutes and the worst node's p99 are measured on the kubelet's usage. The minimum is a "

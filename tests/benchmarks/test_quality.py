@@ -29,7 +29,7 @@ from benchmarks.quality import (
     verdict,
     write_chart,
 )
-from benchmarks.quality_chart import hot_nodes_svg
+from benchmarks.quality_chart import bucket_means, hot_nodes_svg
 from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.clock import SimClock
 from descheduler.fakecluster.traces import trace_scenario, traces_dir
@@ -234,3 +234,10 @@ def test_spread_scheduler_places_by_requests_not_load() -> None:
     )
     bindings = SpreadScheduler(store).step(T0)
     assert [(x.pod, x.node) for x in bindings] == [("new", "idle")]
+
+
+def test_the_picture_averages_each_step_series_over_its_buckets_by_time() -> None:
+    # 2 hot nodes for the first 15 min, none until 0.75 h, then 4 to the end of the hour.
+    series = [(0.0, 2), (0.25, 0), (0.75, 4)]
+    assert bucket_means(series, 1.0, 0.5) == [(0.0, 1.0), (0.5, 2.0)]
+    assert bucket_means(series, 1.0, 1.0) == [(0.0, 1.5)]
