@@ -500,12 +500,12 @@ QUALITY_NOTE = (
     "The 50-node size alone (`BENCH_QUALITY_SIZES=50`, 1,046 s on 2 cores); the 300-node size is not run yet "
     "(at one cluster step a minute a 300-node day would take hours). Ours leaves the fewest hot-node-minutes in "
     "the three families where usage departs from requests (bitbrains, bitbrains-diurnal, genai-memory), at 9%, "
-    "25% and 3% of off's, and no peer is as cool with fewer evictions there: Koordinator evicts 5-8x less but "
-    "leaves 2-6x the hot-node-minutes, upstream LNU in metrics mode evicts 3-10x more and is hotter, and in "
+    "25% and 3% of off's, and no peer is as cool with fewer evictions there: Koordinator evicts 2-9x less but "
+    "leaves 2.5-6x the hot-node-minutes, upstream LNU in metrics mode evicts 3-10x more and is hotter, and in "
     "requests mode it sees nothing to do (requests are balanced by construction). On openb, where usage is a "
     "fixed share of requests, both LNU modes are cooler (0 and 165 against 207). Missed everywhere: evictions "
-    "1.3-2.9x the hindsight minimum (a lower bound that keeps every removed pod away for the whole day, while "
-    "the Bitbrains VMs burst on nodes that were cool when they were chosen as targets); 3 ping-pong moves in "
+    "1.3-2.9x the hindsight minimum (a lower bound that keeps every removed pod away for the whole day; in "
+    "bitbrains-50 most extra moves come off nodes that had received pods earlier, as VMs burst); 3 ping-pong moves in "
     "all. The table below has every figure."
 )
 
