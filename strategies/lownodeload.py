@@ -68,6 +68,7 @@ class Classification:
     high: FloatArray
     low_pct: FloatArray
     high_pct: FloatArray
+    goal: FloatArray  # where relief stops, per (pool row, resource), in units: between low and high
     classes: list[NodeClass]
     reasons: list[str]
     hot_cycles: list[int]
@@ -139,7 +140,8 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
         mean = pct[fresh].mean(axis=0) if fresh.any() else np.zeros(len(resources))
         low_pct = np.clip(mean - low_pct, 0, 100)
         high_pct = np.clip(mean + high_pct, 0, 100)
-    low_abs, high_abs = low_pct * alloc / 100, high_pct * alloc / 100
+    goal_pct = high_pct - pool.relief_depth * (high_pct - low_pct)
+    low_abs, high_abs, goal_abs = low_pct * alloc / 100, high_pct * alloc / 100, goal_pct * alloc / 100
     over = used > high_abs
     under = used <= low_abs
     # Per node below, Python values read from whole-pool arrays (tolist): numpy scalars one at a
@@ -152,6 +154,7 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
     all_under = list(map(all, unders))
     lows: list[list[float]] = low_pct.tolist()
     highs: list[list[float]] = high_pct.tolist()
+    goals: list[list[float]] = goal_pct.tolist() if pool.relief_depth > 0 else []
     states: list[int] = table.metric[rows].tolist()
     previous = ctx.state.get("hot", {})
     classes: list[NodeClass] = []
@@ -179,6 +182,7 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
             result.state.setdefault("hot", {})[key] = hot
             words = [
                 f"{r} {node_pct[j]:.0f}% > {_label(kind)}high {highs[i][j]:.0f}%"
+                + (f" (relieve to ≤ {goals[i][j]:.0f}%)" if goals else "")
                 for j, r in enumerate(resources)
                 if overs[i][j]
             ]
@@ -205,7 +209,7 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
                     )
                 )
     return Classification(
-        kind, pool, rows, resources, cols, low_abs, high_abs, low_pct, high_pct, classes, reasons, hot_cycles
+        kind, pool, rows, resources, cols, low_abs, high_abs, low_pct, high_pct, goal_abs, classes, reasons, hot_cycles
     )
 
 
@@ -363,20 +367,29 @@ def _relieve_node(
     weights: FloatArray,
     result: StrategyResult,
 ) -> None:
+    """Move pods off hot node `i` until every resource it was over high on is at or below its relief
+    goal (between low and high: reliefDepth)."""
     table, view = ctx.table, ctx.view
     row = int(classified.rows[i])
     node = table.names[row]
     usage = _usage(ctx, classified)
+    was_over = usage[row, classified.cols] > high_abs[row]
+    goal = classified.goal[i]
+
+    def excess() -> FloatArray:
+        """What is still to shed, per resource (0 on those the node was not over high on)."""
+        left: FloatArray = np.where(was_over, np.maximum(usage[row, classified.cols] - goal, 0), 0.0)
+        return left
+
     candidates = _candidates(ctx, args, classified, node, result)
-    excess0 = np.maximum(usage[row, classified.cols] - high_abs[row], 0)
-    candidates.sort(key=_sort_key(ctx, args, classified, excess0, weights))
+    candidates.sort(key=_sort_key(ctx, args, classified, excess(), weights))
     node_high = _node_high(ctx, classified, high_abs)
     mode: Mode = "ReservationFirst" if args.node_fit else "EvictDirectly"
     if ctx.policy.migration.default_mode == "EvictDirectly":
         mode = "EvictDirectly"
 
     def over() -> BoolArray:
-        over_now: BoolArray = usage[row, classified.cols] > high_abs[row]
+        over_now: BoolArray = excess() > 0
         return over_now
 
     def reason() -> str:
@@ -432,14 +445,14 @@ def _relieve_node(
         return True
 
     if args.victim_selection == "minimal":
-        _minimal(ctx, classified, row, candidates, high_abs, over, try_move)
+        _minimal(ctx, classified, row, candidates, excess, try_move)
     else:
         for pod in candidates:
             if not over().any() or ctx.budget.node_refusal(node) is not None:
                 break
             try_move(pod)
     stopped = ctx.budget.node_refusal(node)
-    if stopped is not None and over().any():
+    if stopped is not None and (usage[row, classified.cols] > high_abs[row]).any():
         result.warnings.append(f"node {node} is still hot: {stopped}")
 
 
@@ -461,22 +474,19 @@ def _minimal(
     classified: Classification,
     row: int,
     candidates: list[Pod],
-    high_abs: FloatArray,
-    over: Callable[[], BoolArray],
+    excess: Callable[[], FloatArray],
     try_move: Callable[[Pod], bool],
 ) -> None:
-    """Move the smallest set of pods that brings the node to ≤ high; ties by the sort order."""
+    """Move the smallest set of pods that brings the node to its relief goal; ties by the sort order."""
     table = ctx.table
-    usage = _usage(ctx, classified)
     remaining = list(candidates)
-    while remaining and over().any() and ctx.budget.node_refusal(table.names[row]) is None:
-        excess = np.maximum(usage[row, classified.cols] - high_abs[row], 0)
+    while remaining and (excess() > 0).any() and ctx.budget.node_refusal(table.names[row]) is None:
         vectors = [table.load_of(pod).usage[classified.cols] for pod in remaining]
-        chosen = minimal_cover(vectors, excess)
+        chosen = minimal_cover(vectors, excess())
         picks = [remaining[k] for k in chosen] if chosen is not None else list(remaining)
         for pod in picks:
             remaining.remove(pod)
-            if not over().any():
+            if not (excess() > 0).any():
                 return
             if not try_move(pod):
                 break  # re-solve without the pod that could not move

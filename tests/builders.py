@@ -323,6 +323,8 @@ def lnl_policy(
     """A policy with one LowNodeLoad strategy; cpu-only thresholds 40/60 by default, minReplicas 1.
 
     `args` are LowNodeLoad args by their YAML names (pass them as keyword dicts: {"nodeFit": False}).
+    reliefDepth is 0 unless given: a hot node is relieved to just under high, as the rule-by-rule
+    tests count their moves; tests of reliefDepth set it.
     """
     doc: Obj = {
         "apiVersion": "descheduler.dev/v1alpha1",
@@ -336,6 +338,7 @@ def lnl_policy(
                 "args": {
                     "lowThresholds": dict(low or {"cpu": 40}),
                     "highThresholds": dict(high or {"cpu": 60}),
+                    "reliefDepth": 0,
                     **args,
                 },
             }

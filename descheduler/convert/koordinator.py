@@ -234,6 +234,13 @@ def _low_node_load(conversion: Conversion, profiles: list[Profile]) -> None:
         "Koordinator kept every candidate's usage on the first low node it fit, even for pods it never moved, "
         "and pooled the room of all low nodes in one budget; here only planned moves count, each on its own target",
     )
+    conversion.set(
+        (*_ARGS, "reliefDepth"),
+        0,
+        comment="Koordinator stops relieving a hot node just under highThresholds; our default (0.25) goes a "
+        "quarter of the way down to lowThresholds, which cut hot-node-minutes by 16-51% for 12-32% more "
+        "evictions in benchmarks/RESULTS.md",
+    )
     expiration = fields.take("nodeMetricExpirationSeconds")
     if expiration is not None:
         conversion.set(

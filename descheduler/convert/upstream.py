@@ -233,6 +233,12 @@ def _lnu_args(conversion: Conversion, fields: Fields) -> None:
             conversion.set((*_ARGS, key), value, fields.at(key))
     _eviction_limits(conversion, fields)
     conversion.set(
+        (*_ARGS, "reliefDepth"),
+        0,
+        comment="upstream stops evicting from a hot node once it is under targetThresholds; our default (0.25) "
+        "goes a quarter of the way down to lowThresholds",
+    )
+    conversion.set(
         (*_ARGS, "podSortKeys"),
         ["priority", "qos", "name"],
         comment="upstream's victim order: lowest priority first, then BestEffort, Burstable, Guaranteed; the "

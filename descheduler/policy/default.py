@@ -111,7 +111,13 @@ strategies:
       #    highThresholds: {cpu: 60, memory: 75, nvidia.com/gpu: 90}
       # Order in which a hot node's pods are picked (first = moved first); reorder or drop keys.
       podSortKeys: [priorityClass, priority, qos, deletionCost, evictionCost, usageFit, age, name]
-      victimSelection: greedy        # greedy | minimal (smallest set that brings the node <= high)
+      victimSelection: greedy        # greedy | minimal (smallest set that brings the node to its goal)
+      # How far a hot node is relieved on the resources it is over on: this share of the way from
+      # highThresholds down to lowThresholds (0 = just under high, as Koordinator and upstream do;
+      # 1 = down to low). Each move's reason shows the goal: "cpu 82% > high 70% (relieve to ≤ 64%)".
+      # 0.25 left 16-51% fewer hot-node-minutes than 0 for 12-32% more evictions on real usage
+      # traces (benchmarks/RESULTS.md, quality); deeper went on evicting without cooling more.
+      reliefDepth: 0.25
 
   # Give quota groups (ElasticQuota) back capacity they lent, and trim groups over their max.
   # Off by default: it evicts pods of other teams, and on a cluster whose scheduler is not

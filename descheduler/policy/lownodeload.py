@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Self, get_args
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import Field, ModelWrapValidatorHandler, field_validator, model_validator
 
@@ -25,6 +25,11 @@ from descheduler.policy.fields import (
 PodSortKey = Literal["priorityClass", "priority", "qos", "deletionCost", "evictionCost", "usageFit", "age", "name"]
 DEFAULT_POD_SORT_KEYS: tuple[PodSortKey, ...] = get_args(PodSortKey)
 DEFAULT_POOL_NAME = "default"
+# How far below its high threshold a hot node is relieved, as a share of the gap down to its low
+# threshold, on the resources it is over on: 0 stops just under high (Koordinator, upstream). 0.25
+# was chosen on benchmarks/quality.py's four scenario families (benchmarks/RESULTS.md).
+DEFAULT_RELIEF_DEPTH = 0.25
+ReliefDepth = Annotated[float, Field(ge=0, le=1)]
 
 
 class AnomalyCondition(PolicyModel):
@@ -52,6 +57,7 @@ class NodePool(PolicyModel):
     resource_weights: Weights | None = None
     anomaly_condition: AnomalyCondition | None = None
     number_of_nodes: NonNegativeInt | None = None
+    relief_depth: ReliefDepth | None = None
 
     @field_validator("name")
     @classmethod
@@ -75,6 +81,7 @@ class PoolArgs:
     resource_weights: Mapping[str, int]
     anomaly_condition: AnomalyCondition
     number_of_nodes: int
+    relief_depth: float
 
     @property
     def has_prod_thresholds(self) -> bool:
@@ -103,6 +110,10 @@ class LowNodeLoadArgs(PolicyModel):
     node_pools: list[NodePool] = Field(default_factory=list, description="a node belongs to the first that selects it")
     pod_sort_keys: list[PodSortKey] = Field(default_factory=lambda: list(DEFAULT_POD_SORT_KEYS))
     victim_selection: Literal["greedy", "minimal"] = "greedy"
+    relief_depth: ReliefDepth = Field(
+        default=DEFAULT_RELIEF_DEPTH,
+        description="relieve a hot node this share of the way from its high threshold down to its low one",
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -138,6 +149,7 @@ class LowNodeLoadArgs(PolicyModel):
             resource_weights=weights,
             anomaly_condition=pick("anomaly_condition"),
             number_of_nodes=pick("number_of_nodes"),
+            relief_depth=pick("relief_depth"),
         )
 
 

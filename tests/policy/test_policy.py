@@ -613,6 +613,27 @@ def test_pool_percent_error_has_the_pool_path() -> None:
     assert paths(doc) == ["strategies[0].args.nodePools[1].highThresholds.memory"]
 
 
+@pytest.mark.parametrize("where", ["strategies.0.args", "strategies.0.args.nodePools.1"])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (-0.1, "must be ≥ 0.0, got -0.1"),
+        (1.5, "must be ≤ 1.0, got 1.5"),
+        ("half", "must be a number, got string 'half'"),
+    ],
+)
+def test_relief_depth_is_a_share_from_0_to_1(where: str, value: Any, message: str) -> None:
+    path = where.replace("strategies.0", "strategies[0]").replace("nodePools.1", "nodePools[1]") + ".reliefDepth"
+    assert problems(set_at(pools_doc(), f"{where}.reliefDepth", value)) == [(path, message)]
+
+
+def test_relief_depth_defaults_to_a_quarter_and_a_pool_inherits_or_overrides_it() -> None:
+    doc = set_at(pools_doc(), "strategies.0.args.nodePools.1.reliefDepth", 0.75)
+    args = parse(doc).strategy_args("LowNodeLoad")
+    assert isinstance(args, LowNodeLoadArgs)
+    assert [pool.relief_depth for pool in args.effective_pools()] == [0.25, 0.75, 0.25]
+
+
 def test_pool_names_must_be_unique_and_not_default() -> None:
     doc = set_at(pools_doc(), "strategies.0.args.nodePools.1.name", "gpu")
     assert paths(doc) == ["strategies[0].args.nodePools[1].name"]

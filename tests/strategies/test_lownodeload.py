@@ -624,6 +624,74 @@ def test_victim_selection_minimal_falls_back_to_the_next_set_when_a_pod_cannot_m
     assert skips(result)["c"] == "no feasible low node: 0/2 nodes fit: 2 nodeSelector disk=ssd does not match"
 
 
+# --- relief depth -------------------------------------------------------------------------
+
+
+def test_relief_depth_relieves_a_hot_node_part_of_the_way_down_to_low() -> None:
+    # hot: 5 cpu = 62.5%; low 40%, high 60%. Depth 0: goal 60% (4.8 cpu), shed 0.2: d (500m) alone.
+    # Depth 0.5: goal 50% (4 cpu), shed 1: c (1 cpu) covers it best. Depth 1: goal 40% (3.2), shed 1.8: a (2) alone.
+    objs = [*loaded_node("hot", [("a", "2"), ("b", "1500m"), ("c", "1"), ("d", "500m")]), *spread_targets(2)]
+    by_depth = {depth: plan(objs, lnl_policy(reliefDepth=depth)) for depth in (0, 0.5, 1)}
+    assert {depth: sorted(m[0] for m in moves(r)) for depth, r in by_depth.items()} == {
+        0: ["d"],
+        0.5: ["c"],
+        1: ["a"],
+    }
+    assert by_depth[0].plan.migrations[0].reason == "node hot cpu 62% > high 60%"
+    assert by_depth[0.5].plan.migrations[0].reason == "node hot cpu 62% > high 60% (relieve to ≤ 50%)"
+    assert reports(by_depth[0.5])["hot"].reason == "cpu 62% > high 60% (relieve to ≤ 50%)"
+
+
+def test_relief_depth_relieves_only_the_resources_the_node_is_over_high_on() -> None:
+    # cpu 62.5% > 60%; memory 20 of 32Gi = 62.5%, between low 40% and high 80%. Depth 1: cpu goes down to
+    # 40% (shed 1.8 cpu); memory is not over high, so its goal is not pursued: a (2 cpu, 1Gi) is enough,
+    # where e (500m, 12Gi) would have been needed to bring memory to 40% too.
+    thresholds = {"low": {"cpu": 40, "memory": 40}, "high": {"cpu": 60, "memory": 80}}
+    pods = [("a", "2", "1Gi"), ("b", "2", "1Gi"), ("c", "500m", "6Gi"), ("e", "500m", "12Gi")]
+    objs = [*loaded_node("hot", pods), *spread_targets(2)]
+    result = plan(objs, lnl_policy(**thresholds, reliefDepth=1, podSortKeys=["usageFit", "name"]))
+    assert moves(result) == [("a", "hot", "cool0")]
+    assert result.plan.migrations[0].reason == "node hot cpu 62% > high 60% (relieve to ≤ 40%)"
+
+
+def test_relief_depth_minimal_covers_the_distance_to_the_goal() -> None:
+    # hot: 6 cpu. Depth 0: excess 6 − 4.8 = 1.2, and c (1.5) is the first single pod that covers it.
+    # Depth 0.5: excess 6 − 4 = 2, which only f (3.5) covers alone.
+    pods = [
+        ({"name": "a", "priority": 1}, "500m"),
+        ({"name": "b", "priority": 2}, "500m"),
+        ({"name": "c", "priority": 3}, "1500m"),
+        ({"name": "f", "priority": 10}, "3500m"),
+    ]
+    objs = [*loaded_node("hot", pods), *spread_targets(2)]
+    picked = {
+        depth: [
+            m[0]
+            for m in moves(
+                plan(objs, lnl_policy(podSortKeys=["priority"], victimSelection="minimal", reliefDepth=depth))
+            )
+        ]
+        for depth in (0, 0.5)
+    }
+    assert picked == {0: ["c"], 0.5: ["f"]}
+
+
+def test_relief_depth_per_pool_and_no_still_hot_warning_once_under_high() -> None:
+    # Pool x relieves to low (depth 1: 5 cpu to 3.2), the default pool just under high (z, 500m, as in the
+    # first test). One eviction a node stops hot-x at 4 cpu = 50%: above its goal but under high, so no
+    # "still hot" warning.
+    objs = [
+        *loaded_node("hot-x", [(p, "1") for p in "abcde"], labels={"pool": "x"}),
+        *loaded_node("cool-x", [], labels={"pool": "x"}),
+        *loaded_node("hot", [("w", "2"), ("x", "1500m"), ("y", "1"), ("z", "500m")]),
+        *COOL,
+    ]
+    pools = [{"name": "x", "nodeSelector": {"matchLabels": {"pool": "x"}}, "reliefDepth": 1}]
+    result = plan(objs, lnl_policy(nodePools=pools, limits={"maxEvictionsPerNode": 1}))
+    assert sorted(moves(result)) == [("a", "hot-x", "cool-x"), ("z", "hot", "cool")]
+    assert not [w for w in result.plan.warnings if "still hot" in w]
+
+
 # --- warnings -----------------------------------------------------------------------------
 
 
