@@ -54,7 +54,7 @@ from benchmarks.baseline import use_spread_scheduler
 from descheduler.controller.cycle import CycleResult
 from descheduler.eligibility import eviction_refusal
 from descheduler.fakecluster.scenario import LoadedScenario, Timing
-from descheduler.policy import Policy, parse_policy
+from descheduler.policy import DEFAULT_RELIEF_DEPTH, Policy, parse_policy
 from descheduler.quantity import to_units
 from descheduler.simulate.record import SimulationRecord
 from descheduler.simulate.runner import Simulation, SimulationOptions
@@ -113,14 +113,15 @@ class Contender:
     reset: Callable[[], None] = lambda: None  # clears a baseline's memory between runs
 
 
-def contenders() -> tuple[Contender, ...]:
+def contenders(ours_args: str = "") -> tuple[Contender, ...]:
+    """Every contender; `ours_args`: YAML lines added to ours' LowNodeLoad args (e.g. "reliefDepth: 0.1")."""
     from benchmarks import peers
 
     peers.register_peers()
     interval = f"{INTERVAL_MINUTES}m"
     return (
         Contender("off", "descheduler off", lambda: ours_policy(dry_run=True), stock=False),
-        Contender("ours", "ours (LowNodeLoad)", ours_policy, stock=False),
+        Contender("ours", "ours (LowNodeLoad)", lambda: ours_policy(extra=_indented(ours_args)), stock=False),
         Contender(
             "lnuRequests",
             "upstream LNU, requests",
@@ -143,6 +144,10 @@ def contenders() -> tuple[Contender, ...]:
             reset=peers.reset_peer_state,
         ),
     )
+
+
+def _indented(lines: str) -> str:
+    return "".join(f"    {line}\n" for line in lines.splitlines() if line.strip())
 
 
 def coarse(loaded: LoadedScenario, tick: float = TICK_SECONDS) -> LoadedScenario:
@@ -439,13 +444,15 @@ def run_one(loaded: LoadedScenario, contender: Contender, cycles: int, *, keep: 
     return out
 
 
-def run_scenario(family: str, nodes: int, seed: int, hours: float = 24.0, only: Sequence[str] = ()) -> dict[str, Any]:
+def run_scenario(
+    family: str, nodes: int, seed: int, hours: float = 24.0, only: Sequence[str] = (), ours_args: str = ""
+) -> dict[str, Any]:
     from benchmarks.scenarios import build
 
     loaded = coarse(build(family, nodes, seed))
     cycles = int(hours * 60 / INTERVAL_MINUTES)
     runs: dict[str, dict[str, Any]] = {}
-    for contender in contenders():
+    for contender in contenders(ours_args):
         if only and contender.key not in only and contender.key != "off":
             continue
         runs[contender.key] = run_one(loaded, contender, cycles, keep=contender.key == "off")
@@ -591,6 +598,8 @@ def render_quality(run: dict[str, Any]) -> str:
         "in flight; the product steps every 2 s). Thresholds for every "
         f"contender: low {_flow(LOW)}, high {_flow(HIGH)} percent (on usage for ours, Koordinator and LNU "
         "metrics; on requests for LNU requests); at most 10 evictions a cycle and 2 per node; minReplicas 1. "
+        f"Ours runs its default arguments otherwise (reliefDepth {DEFAULT_RELIEF_DEPTH:g}: a hot node is relieved "
+        "a quarter of the way from high down to low; the peers stop just under high). "
         "Hot-node-minutes and the worst node's p99 are measured on the kubelet's usage. The minimum is a "
         "lower bound (module docstring of benchmarks/quality.py).",
         "",
@@ -608,8 +617,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--only", nargs="*", default=(), help="contender keys (off always runs)")
+    parser.add_argument("--ours-args", default="", help='YAML lines for ours\' LowNodeLoad args ("reliefDepth: 0")')
     args = parser.parse_args()
-    result = run_scenario(args.family, args.nodes, args.seed, args.hours, args.only)
+    result = run_scenario(args.family, args.nodes, args.seed, args.hours, args.only, args.ours_args)
     result["missed"] = verdict(result) if "ours" in result["runs"] else []
     print(json.dumps({k: v for k, v in result.items()}, indent=1, default=str))
     write_chart(result)

@@ -238,8 +238,7 @@ def _low_node_load(conversion: Conversion, profiles: list[Profile]) -> None:
         (*_ARGS, "reliefDepth"),
         0,
         comment="Koordinator stops relieving a hot node just under highThresholds; our default (0.25) goes a "
-        "quarter of the way down to lowThresholds, which cut hot-node-minutes by 16-51% for 12-32% more "
-        "evictions in benchmarks/RESULTS.md",
+        "quarter of the way down to lowThresholds",
     )
     expiration = fields.take("nodeMetricExpirationSeconds")
     if expiration is not None:

@@ -27,6 +27,7 @@ from descheduler.policy.loadsource import (
 from descheduler.policy.lownodeload import (
     DEFAULT_POD_SORT_KEYS,
     DEFAULT_POOL_NAME,
+    DEFAULT_RELIEF_DEPTH,
     AnomalyCondition,
     LowNodeLoadArgs,
     NodePool,
@@ -42,6 +43,7 @@ __all__ = [
     "API_VERSION",
     "DEFAULT_POD_SORT_KEYS",
     "DEFAULT_POOL_NAME",
+    "DEFAULT_RELIEF_DEPTH",
     "KIND",
     "STRATEGY_ARGS",
     "AggregatedArgs",
