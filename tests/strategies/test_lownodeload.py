@@ -593,16 +593,19 @@ def test_prefer_no_eviction_pods_go_last() -> None:
     assert moves(plan(objs, lnl_policy(podSortKeys=["name"]))) == [("b", "hot", "cool")]
 
 
+# hot: 6 cpu of 8, pods in priority order a (0.5), b (0.5), c (1.5), f (3.5).
+BY_PRIORITY = [
+    ({"name": "a", "priority": 1}, "500m"),
+    ({"name": "b", "priority": 2}, "500m"),
+    ({"name": "c", "priority": 3}, "1500m"),
+    ({"name": "f", "priority": 10}, "3500m"),
+]
+
+
 def test_victim_selection_minimal_vs_greedy() -> None:
     # excess 6 − 4.8 = 1.2. Sorted by priority: a (0.5), b (0.5), c (1.5), f (3.5).
     # greedy: a, b (still 0.2 over), c → three moves. minimal: {c} alone covers it.
-    pods = [
-        ({"name": "a", "priority": 1}, "500m"),
-        ({"name": "b", "priority": 2}, "500m"),
-        ({"name": "c", "priority": 3}, "1500m"),
-        ({"name": "f", "priority": 10}, "3500m"),
-    ]
-    objs = [*loaded_node("hot", pods), *spread_targets(2)]
+    objs = [*loaded_node("hot", BY_PRIORITY), *spread_targets(2)]
     greedy = plan(objs, lnl_policy(podSortKeys=["priority"]))
     minimal = plan(objs, lnl_policy(podSortKeys=["priority"], victimSelection="minimal"))
     assert [m[0] for m in moves(greedy)] == ["a", "b", "c"]
@@ -657,13 +660,7 @@ def test_relief_depth_relieves_only_the_resources_the_node_is_over_high_on() -> 
 def test_relief_depth_minimal_covers_the_distance_to_the_goal() -> None:
     # hot: 6 cpu. Depth 0: excess 6 − 4.8 = 1.2, and c (1.5) is the first single pod that covers it.
     # Depth 0.5: excess 6 − 4 = 2, which only f (3.5) covers alone.
-    pods = [
-        ({"name": "a", "priority": 1}, "500m"),
-        ({"name": "b", "priority": 2}, "500m"),
-        ({"name": "c", "priority": 3}, "1500m"),
-        ({"name": "f", "priority": 10}, "3500m"),
-    ]
-    objs = [*loaded_node("hot", pods), *spread_targets(2)]
+    objs = [*loaded_node("hot", BY_PRIORITY), *spread_targets(2)]
     picked = {
         depth: [
             m[0]
