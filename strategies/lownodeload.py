@@ -540,8 +540,11 @@ def _skip(result: StrategyResult, pod: Pod, node: str, refusal: Refusal) -> None
 def _sort_key(
     ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification, excess: FloatArray, weights: FloatArray
 ) -> Callable[[Pod], tuple[Any, ...]]:
-    """Victim order (lownodeload.md §5); pods asking not to be evicted go last, names end every tie."""
+    """Victim order (lownodeload.md §5), after two rules of ours: pods asking not to be evicted go last,
+    and before them pods started within recentPodsLast (a replacement moved again soon after its
+    move is churn: a bursty pod would hop from node to node); names end every tie."""
     table = ctx.table
+    now, recent = ctx.snapshot.now, args.recent_pods_last
     over_cols = [j for j in range(len(classified.cols)) if excess[j] > 0]
 
     def usage_fit(pod: Pod) -> float:
@@ -569,6 +572,7 @@ def _sort_key(
 
     def key(pod: Pod) -> tuple[Any, ...]:
         prefer_not = pod.annotations.get(ANNOTATION_PREFER_NO_EVICTION) is not None
-        return (prefer_not, *(f(pod) for f in funcs))
+        settling = pod.created is not None and now - pod.created < recent
+        return (prefer_not, settling, *(f(pod) for f in funcs))
 
     return key

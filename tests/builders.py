@@ -323,8 +323,9 @@ def lnl_policy(
     """A policy with one LowNodeLoad strategy; cpu-only thresholds 40/60 by default, minReplicas 1.
 
     `args` are LowNodeLoad args by their YAML names (pass them as keyword dicts: {"nodeFit": False}).
-    reliefDepth is 0 unless given: a hot node is relieved to just under high, as the rule-by-rule
-    tests count their moves; tests of reliefDepth set it.
+    reliefDepth is 0 and recentPodsLast 0s unless given: a hot node is relieved to just under high,
+    and the victim order is lownodeload.md §5's alone, as the rule-by-rule tests count their moves;
+    tests of those two arguments set them.
     """
     doc: Obj = {
         "apiVersion": "descheduler.dev/v1alpha1",
@@ -339,6 +340,7 @@ def lnl_policy(
                     "lowThresholds": dict(low or {"cpu": 40}),
                     "highThresholds": dict(high or {"cpu": 60}),
                     "reliefDepth": 0,
+                    "recentPodsLast": "0s",
                     **args,
                 },
             }

@@ -235,6 +235,11 @@ def _low_node_load(conversion: Conversion, profiles: list[Profile]) -> None:
         "and pooled the room of all low nodes in one budget; here only planned moves count, each on its own target",
     )
     conversion.set(
+        (*_ARGS, "recentPodsLast"),
+        "0s",
+        comment="ours by default moves pods started within the last hour after every other candidate (1h)",
+    )
+    conversion.set(
         (*_ARGS, "reliefDepth"),
         0,
         comment="Koordinator stops relieving a hot node just under highThresholds; our default (0.25) goes a "

@@ -233,6 +233,11 @@ def _lnu_args(conversion: Conversion, fields: Fields) -> None:
             conversion.set((*_ARGS, key), value, fields.at(key))
     _eviction_limits(conversion, fields)
     conversion.set(
+        (*_ARGS, "recentPodsLast"),
+        "0s",
+        comment="ours by default moves pods started within the last hour after every other candidate (1h)",
+    )
+    conversion.set(
         (*_ARGS, "reliefDepth"),
         0,
         comment="upstream stops evicting from a hot node once it is under targetThresholds; our default (0.25) "

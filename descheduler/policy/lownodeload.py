@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import Field, ModelWrapValidatorHandler, field_validator, model_validator
@@ -12,6 +13,7 @@ from descheduler.labels import LabelSelector
 from descheduler.policy.crossfield import INVALID, Entries, Invalid, PartialInput, Problem, cross_field_rules
 from descheduler.policy.evictor import NamespaceFilter
 from descheduler.policy.fields import (
+    Duration,
     Loc,
     NonNegativeInt,
     PolicyModel,
@@ -110,6 +112,10 @@ class LowNodeLoadArgs(PolicyModel):
     node_pools: list[NodePool] = Field(default_factory=list, description="a node belongs to the first that selects it")
     pod_sort_keys: list[PodSortKey] = Field(default_factory=lambda: list(DEFAULT_POD_SORT_KEYS))
     victim_selection: Literal["greedy", "minimal"] = "greedy"
+    recent_pods_last: Duration = Field(
+        default=timedelta(hours=1),
+        description="pods started less than this ago are moved after every other candidate (0s: off)",
+    )
     relief_depth: ReliefDepth = Field(
         default=DEFAULT_RELIEF_DEPTH,
         description="relieve a hot node this share of the way from its high threshold down to its low one",

@@ -634,6 +634,14 @@ def test_relief_depth_defaults_to_a_quarter_and_a_pool_inherits_or_overrides_it(
     assert [pool.relief_depth for pool in args.effective_pools()] == [0.25, 0.75, 0.25]
 
 
+def test_recent_pods_last_is_a_duration_defaulting_to_an_hour() -> None:
+    args = parse(pools_doc()).strategy_args("LowNodeLoad")
+    assert isinstance(args, LowNodeLoadArgs)
+    assert args.recent_pods_last == timedelta(hours=1)
+    found = problems(set_at(pools_doc(), "strategies.0.args.recentPodsLast", "soon"))
+    assert [path for path, _ in found] == ["strategies[0].args.recentPodsLast"]
+
+
 def test_pool_names_must_be_unique_and_not_default() -> None:
     doc = set_at(pools_doc(), "strategies.0.args.nodePools.1.name", "gpu")
     assert paths(doc) == ["strategies[0].args.nodePools[1].name"]

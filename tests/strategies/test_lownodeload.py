@@ -593,6 +593,27 @@ def test_prefer_no_eviction_pods_go_last() -> None:
     assert moves(plan(objs, lnl_policy(podSortKeys=["name"]))) == [("b", "hot", "cool")]
 
 
+@pytest.mark.parametrize(("recent", "moved"), [("1h", "old"), ("0s", "new")])
+def test_recent_pods_go_after_every_other_candidate(recent: str, moved: str) -> None:
+    # "new" started 10 min ago and would go first (lower priority); within recentPodsLast it goes after
+    # "old", and before a pod that asks not to be evicted.
+    pods = [
+        ({"name": "new", "priority": 1, "created": NOW - timedelta(minutes=10)}, "1"),
+        ({"name": "old", "priority": 100, "created": NOW - timedelta(hours=2)}, "1"),
+        ({"name": "shy", "annotations": {"descheduler.alpha.kubernetes.io/prefer-no-eviction": ""}}, "1"),
+        (Z, "3"),
+    ]
+    objs = [*loaded_node("hot", pods), *COOL]
+    assert moves(plan(objs, lnl_policy(podSortKeys=["priority"], recentPodsLast=recent)))[0][0] == moved
+
+
+def test_recent_pods_still_move_when_nothing_else_can() -> None:
+    # Only recent pods on the node: the rule orders, it never refuses (z goes last by its priority).
+    pods = [({"name": "new", "created": NOW - timedelta(minutes=10)}, "1"), ({**Z, "created": NOW}, "4")]
+    objs = [*loaded_node("hot", pods), *COOL]
+    assert moves(plan(objs, lnl_policy(recentPodsLast="1h"))) == [("new", "hot", "cool")]
+
+
 # hot: 6 cpu of 8, pods in priority order a (0.5), b (0.5), c (1.5), f (3.5).
 BY_PRIORITY = [
     ({"name": "a", "priority": 1}, "500m"),
