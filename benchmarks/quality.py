@@ -599,7 +599,8 @@ def render_quality(run: dict[str, Any]) -> str:
         f"contender: low {_flow(LOW)}, high {_flow(HIGH)} percent (on usage for ours, Koordinator and LNU "
         "metrics; on requests for LNU requests); at most 10 evictions a cycle and 2 per node; minReplicas 1. "
         f"Ours runs its default arguments otherwise (reliefDepth {DEFAULT_RELIEF_DEPTH:g}: a hot node is relieved "
-        "a quarter of the way from high down to low; the peers stop just under high). "
+        "a quarter of the way from high down to low, where the peers stop just under high; recentPodsLast 1h: pods "
+        "started within the hour are moved after every other candidate). "
         "Hot-node-minutes and the worst node's p99 are measured on the kubelet's usage. The minimum is a "
         "lower bound (module docstring of benchmarks/quality.py).",
         "",
