@@ -207,9 +207,11 @@ def _parse_time(text: str, what: str, source: str) -> datetime:
 class _Collector:
     """Accumulates decoded objects from many documents."""
 
-    def __init__(self) -> None:
+    def __init__(self, pod_memo: Mapping[tuple[str, str], Pod] | None = None) -> None:
         self.nodes: list[Node] = []
         self.pods: list[Pod] = []
+        self.pod_memo = pod_memo or {}
+        self.parsed_pods: dict[tuple[str, str], Pod] = {}  # by uid and resourceVersion
         self.pdbs: list[PodDisruptionBudget] = []
         self.workloads: list[Workload] = []
         self.namespaces: dict[str, Mapping[str, str]] = {}
@@ -259,7 +261,14 @@ def _add_node(c: _Collector, obj: Any, group: str) -> None:
 
 
 def _add_pod(c: _Collector, obj: Any, group: str) -> None:
-    c.pods.append(decode.pod_from_raw(decode.convert(obj, decode.RawPod)))
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+    pod = c.pod_memo.get(key) if all(key) else None
+    if pod is None:
+        pod = decode.pod_from_raw(decode.convert(obj, decode.RawPod))
+    if all(key):
+        c.parsed_pods[key] = pod
+    c.pods.append(pod)
 
 
 def _add_namespace(c: _Collector, obj: Any, group: str) -> None:
@@ -337,11 +346,21 @@ def load_snapshot(paths: str | Path | Sequence[str | Path], now: datetime | None
     return _finish(collector, now)
 
 
-def load_snapshot_objects(objects: Iterable[Mapping[str, Any]], now: datetime, source: str = "<objects>") -> Snapshot:
-    """Build a snapshot from already-loaded API objects (tests, the simulator)."""
-    collector = _Collector()
+def load_snapshot_objects(
+    objects: Iterable[Mapping[str, Any]],
+    now: datetime,
+    source: str = "<objects>",
+    pod_memo: dict[tuple[str, str], Pod] | None = None,
+) -> Snapshot:
+    """Build a snapshot from already-loaded API objects (tests, the simulator). `pod_memo`: pods by uid
+    and resourceVersion from the call before, replaced by this call's, so a caller reading the same
+    cluster again and again (the simulated scheduler) parses only the pods that changed."""
+    collector = _Collector(pod_memo)
     for index, obj in enumerate(objects):
         collector.add(dict(obj), source, f"object {index}")
+    if pod_memo is not None:
+        pod_memo.clear()
+        pod_memo.update(collector.parsed_pods)
     return _finish(collector, now)
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -248,3 +249,20 @@ def test_pod_conditions_give_scheduled_time_and_readiness() -> None:
     assert pod.ready is False  # ContainersReady True is not Ready
     raw["status"]["conditions"][1]["status"] = "True"  # type: ignore[index]
     assert load_snapshot_objects([node, raw], now=NOW).pods[0].ready is True
+
+
+def test_a_pod_memo_reuses_pods_whose_resource_version_did_not_change() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+
+    def raw(name: str, version: str, cpu: str) -> dict[str, object]:
+        obj = _pod_with([{"name": "a", "resources": {"requests": {"cpu": cpu}}}])
+        obj["metadata"] = {"name": name, "namespace": "ns", "uid": f"u-{name}", "resourceVersion": version}
+        return obj
+
+    memo: dict[tuple[str, str], Any] = {}
+    first = load_snapshot_objects([node, raw("a", "1", "1"), raw("b", "1", "1")], now=NOW, pod_memo=memo)
+    assert set(memo) == {("u-a", "1"), ("u-b", "1")}
+    second = load_snapshot_objects([node, raw("a", "1", "1"), raw("b", "2", "2")], now=NOW, pod_memo=memo)
+    assert second.pods[0] is first.pods[0]  # unchanged: not parsed again
+    assert second.pods[1].requests["cpu"] == 2000  # a new resourceVersion is parsed
+    assert set(memo) == {("u-a", "1"), ("u-b", "2")}  # only what the last call saw

@@ -52,14 +52,14 @@ from descheduler.extender.reservations import (
 )
 from descheduler.fakecluster.apiserver import ApiError, Store
 from descheduler.fakecluster.apiserver.binding import bind_pod
-from descheduler.fakecluster.stock import MAX_NODE_SCORE, StockScheduler, summary
+from descheduler.fakecluster.stock import MAX_NODE_SCORE, StockPod, StockScheduler, summary
 from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
 from descheduler.scheduling import ClusterView, build_table, scores
 from descheduler.scheduling.predicates import checks, claimable, load_check, owned_reservations
-from descheduler.snapshot import load_snapshot_objects
+from descheduler.snapshot import Snapshot, load_snapshot_objects
 from descheduler.timestamps import format_micro
 
 log = logging.getLogger(__name__)
@@ -194,6 +194,8 @@ class Scheduler:
     lease_namespace: str = "default"
     _client: HttpExtender | None = field(default=None, repr=False)
     _renewed: float | None = field(default=None, repr=False)
+    _stock_pods: Mapping[tuple[str, str], StockPod] = field(default_factory=dict, repr=False)
+    _snapshot_pods: dict[tuple[str, str], Pod] = field(default_factory=dict, repr=False)
 
     def _pending(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [
@@ -208,10 +210,17 @@ class Scheduler:
     def _objects(self) -> list[dict[str, Any]]:
         objects: list[dict[str, Any]] = []
         for resource in ("nodes", "pods", "nodemetrics.slo.koordinator.sh", "reservations.descheduler.dev"):
-            objects += self.store.list(resource)
+            objects += self.store.list(resource, shared=True)
         if not self.store.count("nodemetrics.slo.koordinator.sh"):
-            objects += self.store.list("nodes.metrics.k8s.io") + self.store.list("pods.metrics.k8s.io")
+            objects += self.store.list("nodes.metrics.k8s.io", shared=True)
+            objects += self.store.list("pods.metrics.k8s.io", shared=True)
         return objects
+
+    def _snapshot(self, instant: datetime) -> Snapshot:
+        """The cluster as it is now (pods unchanged since the last call are not parsed again)."""
+        return load_snapshot_objects(
+            self._objects(), instant, source="<simulated cluster>", pod_memo=self._snapshot_pods
+        )
 
     def step(self, now: float) -> list[Binding]:
         if self.extender is None:
@@ -227,7 +236,7 @@ class Scheduler:
             return []
         instant = datetime.fromtimestamp(now, tz=UTC)
         try:
-            snapshot = load_snapshot_objects(self._objects(), instant, source="<simulated cluster>")
+            snapshot = self._snapshot(instant)
         except InputError as err:
             log.warning("scheduler: cannot read the cluster: %s", err)
             return []
@@ -258,7 +267,7 @@ class Scheduler:
             done.append(Binding(pod.namespace, pod.name, node, reservation))
             if reservation or any(r.node_name == node for r in owned_reservations(pod, view)):
                 # The reserved room is now the pod's: re-read the cluster so others see it right.
-                snapshot = load_snapshot_objects(self._objects(), instant, source="<simulated cluster>")
+                snapshot = self._snapshot(instant)
                 view = ClusterView(build_table(snapshot, self.args))
                 stock = self.stock()
             else:
@@ -268,13 +277,17 @@ class Scheduler:
         return done
 
     def stock(self) -> StockScheduler:
-        """kube-scheduler's in-tree plugins over the store as it is now."""
-        return StockScheduler(
-            self.store.list("nodes"),
-            self.store.list("pods"),
-            self.store.list(RESERVATIONS),
-            self.store.list("namespaces"),
+        """kube-scheduler's in-tree plugins over the store as it is now (pods unchanged since the
+        last call are not parsed again)."""
+        stock = StockScheduler(
+            self.store.list("nodes", shared=True),
+            self.store.list("pods", shared=True),
+            self.store.list(RESERVATIONS, shared=True),
+            self.store.list("namespaces", shared=True),
+            memo=self._stock_pods,
         )
+        self._stock_pods = stock.parsed
+        return stock
 
     def _choose(self, pod: Pod, raw: dict[str, Any], view: ClusterView, stock: StockScheduler) -> str | None:
         """Default mode: the in-tree filters and our plugin's load filter; a reserved node wins, else

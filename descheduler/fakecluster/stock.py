@@ -76,6 +76,7 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return number * Fraction(10) ** exponent
 
 
+@lru_cache(maxsize=4096)
 def to_units(resource: str, text: str | int | float) -> int:
     """cpu in millicores (MilliValue), anything else in whole units (Value); both round up, as Kubernetes does."""
     value = parse_quantity(text)
@@ -389,7 +390,12 @@ class StockScheduler:
         pods: Iterable[Raw],
         reservations: Iterable[Raw] = (),
         namespaces: Iterable[Raw] = (),
+        memo: Mapping[tuple[str, str], StockPod] | None = None,
     ) -> None:
+        """`memo`: the `parsed` of the previous StockScheduler (StockPods by uid and resourceVersion),
+        so an unchanged pod is not parsed again; pods with required anti-affinity, whose terms depend
+        on namespace labels, are always parsed."""
+        self.parsed: dict[tuple[str, str], StockPod] = {}
         self.namespace_labels: dict[str, Mapping[str, str]] = {
             ns["metadata"]["name"]: dict(ns["metadata"].get("labels") or {}) for ns in namespaces
         }
@@ -406,13 +412,23 @@ class StockScheduler:
         for raw in pods:
             node = (raw.get("spec") or {}).get("nodeName")
             if node in self.nodes and not _terminal(raw):
-                self._account(StockPod.of(raw, self.namespace_labels))
+                self._account(self._pod(raw, memo))
         for reservation in reservations:
             node = reservation["spec"]["nodeName"] if holds_room(reservation) else ""
             if node in self.requested:
                 room = _resource_list(reservation["spec"].get("resources"))
                 self.held[reservation["metadata"]["name"]] = (node, room)
                 _add(self.requested[node], room)
+
+    def _pod(self, raw: Raw, memo: Mapping[tuple[str, str], StockPod] | None) -> StockPod:
+        meta = raw["metadata"]
+        key = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")))
+        found = memo.get(key) if memo is not None else None
+        if found is None:
+            found = StockPod.of(raw, self.namespace_labels)
+        if all(key) and not found.anti_affinity:
+            self.parsed[key] = found
+        return found
 
     def _account(self, pod: StockPod) -> None:
         _add(self.requested[pod.node], pod.requests)
