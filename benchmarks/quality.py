@@ -16,8 +16,8 @@ simulated API server), from the same start placement, with the same thresholds, 
 - Koordinator LowNodeLoad (benchmarks/peers.py): pooled budget, debounce, its migration limits;
   ReservationFirst, with the load-aware extender standing in for koord-scheduler.
 
-Measured from the outside (ground truth: the simulated kubelet's per-pod usage, sampled every
-migration period): hot-node-minutes (nodes above the high threshold of cpu 70% or memory 80%, times
+Measured from the outside (ground truth: the simulated kubelet's per-pod usage, read after every
+cluster step and held until the next): hot-node-minutes (nodes above the high threshold of cpu 70% or memory 80%, times
 minutes), the worst node's p99 usage (per node, the 99th percentile over the day of its usage as a
 share of allocatable on the more loaded of cpu and memory; the largest over nodes), evictions,
 ping-pong (testing.md: a replacement lands on a node above its high threshold at the next cycle; also a
@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import combinations
+from itertools import combinations, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +66,15 @@ LOW = {"cpu": 45.0, "memory": 55.0}
 HIGH = {"cpu": 70.0, "memory": 80.0}
 MEASURED = ("cpu", "memory")
 INTERVAL_MINUTES = 10
-TICK_SECONDS = 60.0
-MIGRATION_PERIOD = 60.0  # the migration controller's period while no move is in flight; ground truth's sampling
+TICK_SECONDS = 300.0  # the traces' own resolution: every usage series steps every 5 min
+# The migration controller's period while no move is in flight (stepping a 300-node cluster every
+# minute made a day take hours); ground truth is read at every step and held until the next.
+MIGRATION_PERIOD = 300.0
+# Idle steps fall on the traces' 5-min grid, so a usage change is read when it happens; cycles come
+# midway between two changes (at 2.5 + 10k min), so a change waits 2.5 or 7.5 min for a cycle, on
+# average the half interval it would wait in a cluster whose load changes at any moment.
+WARMUP_SECONDS = 150.0
+GRID_SECONDS = 60.0  # the worst node's p99 reads that step-wise ground truth every minute
 BUSY_PERIOD = 10.0  # while a move is in flight (the product's controller steps every 2 s)
 SIZES = (50, 300)
 SMOKE_NODES = 8
@@ -261,7 +268,11 @@ class QualitySimulation(Simulation):
 
     def __init__(self, scenario: LoadedScenario, policy: Policy, cycles: int, *, stock: bool, keep: bool) -> None:
         options = SimulationOptions(
-            cycles=cycles, migration_period=MIGRATION_PERIOD, busy_period=BUSY_PERIOD, warmup_seconds=90.0
+            cycles=cycles,
+            migration_period=MIGRATION_PERIOD,
+            busy_period=BUSY_PERIOD,
+            warmup_seconds=WARMUP_SECONDS,
+            align_idle_steps=True,
         )
         super().__init__(scenario, policy, options, start=START.timestamp())
         record = QualityRecord(policy, began=self.cluster.now)
@@ -272,7 +283,6 @@ class QualitySimulation(Simulation):
         self.samples: list[tuple[float, frozenset[str]]] = []
         self.peaks: list[np.ndarray] = []  # per sample: each node's usage share, the larger of cpu and memory
         self.seen: dict[str, SeenPod] = {}
-        self._next_sample = 0.0  # ground truth is sampled every MIGRATION_PERIOD, however often steps come
         overhead = scenario.scenario.usage.overhead_units()
         self._overhead = (overhead.get("cpu", 0), overhead.get("memory", 0))
         self._nodes: list[str] = []
@@ -287,14 +297,10 @@ class QualitySimulation(Simulation):
         self._limit = self._alloc * np.array([HIGH["cpu"], HIGH["memory"]]) / 100
 
     def _observe(self) -> None:
+        """Ground truth after every step: the cluster's state holds until the next one."""
         super()._observe()
         elapsed = self.cluster.now - self.record.began
         self._see_pods(elapsed)
-        if elapsed + 1e-6 < self._next_sample:
-            return
-        self._next_sample += MIGRATION_PERIOD
-        if self._next_sample <= elapsed:
-            self._next_sample = elapsed + MIGRATION_PERIOD
         used = np.tile(np.array(self._overhead, dtype=np.float64), (len(self._nodes), 1))
         for usage in self.cluster.kubelet.usage.values():
             row = self._row.get(usage.node)
@@ -323,14 +329,23 @@ class QualitySimulation(Simulation):
         i = bisect_right(times, seconds + 1e-6) - 1
         return self.samples[i][1] if i >= 0 else frozenset()
 
+    def _durations(self) -> list[float]:
+        """How long each sample's state held: until the next sample, the last until the run's end."""
+        times = [t for t, _ in self.samples] + [self.cluster.now - self.record.began]
+        return [max(0.0, b - a) for a, b in pairwise(times)]
+
     def hot_node_minutes(self) -> float:
-        return sum(len(hot) for _, hot in self.samples) * MIGRATION_PERIOD / 60
+        return sum(len(hot) * seconds for (_, hot), seconds in zip(self.samples, self._durations(), strict=True)) / 60
 
     def worst_p99(self) -> float:
-        """The largest, over nodes, of each node's 99th-percentile usage share over the run."""
+        """The largest, over nodes, of each node's 99th-percentile usage share over the run (read on a
+        GRID_SECONDS grid, each point the state of the last step before it)."""
         if not self.peaks:
             return 0.0
-        return float(np.max(np.percentile(np.stack(self.peaks), 99, axis=0)))
+        times = [t for t, _ in self.samples]
+        grid = np.arange(times[0], self.cluster.now - self.record.began, GRID_SECONDS)
+        rows = np.searchsorted(np.array(times), grid, side="right") - 1
+        return float(np.max(np.percentile(np.stack(self.peaks)[rows], 99, axis=0)))
 
     def hot_series(self, every_seconds: float = 600.0) -> list[tuple[float, int]]:
         """(hour, hot nodes) at most every `every_seconds`: the picture's points."""
@@ -593,9 +608,11 @@ def render_quality(run: dict[str, Any]) -> str:
         "",
         *pictures,
         "",
-        f"A simulated day from 00:00 UTC, one cycle every {INTERVAL_MINUTES} min, the cluster ticking every "
-        f"{TICK_SECONDS:g} s, the migration controller every {MIGRATION_PERIOD:g} s ({BUSY_PERIOD:g} s while a move is "
-        "in flight; the product steps every 2 s). Thresholds for every "
+        f"A simulated day from 00:00 UTC, one cycle every {INTERVAL_MINUTES} min (from minute "
+        f"{WARMUP_SECONDS / 60:g}, midway between two changes of the usage series), the cluster and the migration "
+        f"controller stepping every {TICK_SECONDS:g} s on the traces' own grid, so a change is read when it "
+        f"happens ({BUSY_PERIOD:g} s while a move is in flight; the product steps every 2 s); ground truth is "
+        "read after every step and holds until the next. Thresholds for every "
         f"contender: low {_flow(LOW)}, high {_flow(HIGH)} percent (on usage for ours, Koordinator and LNU "
         "metrics; on requests for LNU requests); at most 10 evictions a cycle and 2 per node; minReplicas 1. "
         f"Ours runs its default arguments otherwise (reliefDepth {DEFAULT_RELIEF_DEPTH:g}: a hot node is relieved "

@@ -49,6 +49,9 @@ class SimulationOptions:
     # in a cluster the controller steps every 2 s, so a move takes seconds, not many coarse periods.
     busy_period: float | None = None
     drain_seconds: float = 300.0  # after the last cycle: let jobs in flight finish (bounded)
+    # Idle steps fall on multiples of migration_period from the start, whenever cycles come: usage
+    # series that step on that grid are then read the moment they change.
+    align_idle_steps: bool = False
 
 
 def settle(cache: ClusterCache, cluster: SimulatedCluster, timeout: float = SETTLE_TIMEOUT) -> bool:
@@ -85,6 +88,7 @@ class Simulation:
         self.kube: KubeClient | None = None
         self.cache: ClusterCache | None = None
         self.record = SimulationRecord(policy, began=self.cluster.now)
+        self._origin = self.cluster.now
 
     def clock(self) -> datetime:
         return datetime.fromtimestamp(self.cluster.now, UTC)
@@ -143,6 +147,9 @@ class Simulation:
             period = self.options.migration_period
             if self.options.busy_period is not None and migration is not None and self._active_jobs():
                 period = self.options.busy_period
+            elif self.options.align_idle_steps:
+                phase = (cluster.now - self._origin) % period
+                period -= phase if period - phase > 1e-6 else 0.0
             cluster.advance(min(period, end - cluster.now))
             if migration is not None and self.cache is not None:
                 settle(self.cache, cluster)

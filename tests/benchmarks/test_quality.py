@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from benchmarks.baseline import SpreadScheduler, baseline_policy_text, register_baseline
@@ -126,9 +127,13 @@ def test_hot_samples_are_read_from_the_cluster() -> None:
     loaded = coarse(trace_scenario(nodes=4, seed=2))
     simulation = QualitySimulation(loaded, ours_policy(), 1, stock=False, keep=False)
     simulation.samples = [(0.0, frozenset({"a"})), (60.0, frozenset()), (120.0, frozenset({"a", "b"}))]
+    simulation.peaks = [np.array([0.5, 0.9]), np.array([0.6, 0.1]), np.array([0.7, 0.2])]
+    simulation.cluster.clock.advance(300.0)  # the run ends 300 s in: the last state holds for 180 s
     assert simulation.hot_at(90.0) == frozenset() and simulation.hot_at(120.0) == {"a", "b"}
-    assert simulation.hot_node_minutes() == 3.0
+    assert simulation.hot_node_minutes() == 1 + 0 + 2 * 3
     assert simulation.hot_series() == [(0.0, 1), (0.017, 0), (0.033, 2)]
+    # Read every minute, the held states: node 1 is at 0.9 for one minute of five, then 0.1, 0.2 x3.
+    assert simulation.worst_p99() == pytest.approx(np.percentile([0.1, 0.2, 0.2, 0.2, 0.9], 99))
     simulation.close()
 
 
