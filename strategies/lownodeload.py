@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal
 
 import msgspec
 import numpy as np
 from pydantic import BaseModel
 
+from descheduler.durations import format_duration
 from descheduler.eligibility import eviction_refusal
 from descheduler.model import (
     ANNOTATION_DELETION_COST,
@@ -32,6 +33,7 @@ from descheduler.refusal import Refusal, define
 from descheduler.scheduling import best_node
 from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, BoolArray, FloatArray, IntArray
 from descheduler.strategy import PlanContext, StrategyResult
+from strategies.trend import node_rise
 from strategies.victims import minimal_cover
 
 _QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
@@ -72,6 +74,7 @@ class Classification:
     classes: list[NodeClass]
     reasons: list[str]
     hot_cycles: list[int]
+    rise: FloatArray  # per (pool row, resource), in units: how much usage will rise within lookAhead
 
 
 class LowNodeLoad:
@@ -95,6 +98,12 @@ class LowNodeLoad:
                     f"LowNodeLoad: nodeSelector {args.node_selector} matches none of the {scope}: nothing to plan"
                 )
                 return result
+        rise = node_rise(ctx, args.look_ahead.total_seconds(), result.state)
+        if args.look_ahead > timedelta(0) and not rise.known:
+            result.warnings.append(
+                f"LowNodeLoad: lookAhead {format_duration(args.look_ahead)} needs the usage of the two cycles "
+                "before; until then nodes are judged by their usage now"
+            )
         assigned = np.zeros(table.size, dtype=np.bool_)
         for pool in pools:
             members = considered & ~assigned
@@ -107,11 +116,11 @@ class LowNodeLoad:
                     result.warnings.append(f"LowNodeLoad: node pool {pool.name} selects no node")
                 continue
             _warn_never(pool, rows, result)
-            by_node = _classify(ctx, pool, rows, "node", result)
+            by_node = _classify(ctx, pool, rows, "node", result, rise.per_node, args.look_ahead)
             result.nodes.extend(_node_reports(ctx, by_node))
             _relieve(ctx, args, by_node, result)
             if pool.has_prod_thresholds:
-                by_prod = _classify(ctx, pool, rows, "prod", result)
+                by_prod = _classify(ctx, pool, rows, "prod", result, None, args.look_ahead)
                 _attach_prod_class(ctx, result, by_prod)
                 _relieve(ctx, args, by_prod, result)
         return result
@@ -120,7 +129,17 @@ class LowNodeLoad:
 # --- classification ----------------------------------------------------------------------
 
 
-def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, result: StrategyResult) -> Classification:
+def _classify(
+    ctx: PlanContext,
+    pool: PoolArgs,
+    rows: IntArray,
+    kind: Tier,
+    result: StrategyResult,
+    rise_all: FloatArray | None,
+    look_ahead: timedelta,
+) -> Classification:
+    """Each node of the pool high, low, normal or excluded; a node is high when its usage, plus what it
+    will rise within lookAhead (node tier only), is over a high threshold."""
     table, view = ctx.table, ctx.view
     if kind == "prod":
         assert pool.prod_low_thresholds is not None and pool.prod_high_thresholds is not None
@@ -142,12 +161,16 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
         high_pct = np.clip(mean + high_pct, 0, 100)
     goal_pct = high_pct - pool.relief_depth * (high_pct - low_pct)
     low_abs, high_abs, goal_abs = low_pct * alloc / 100, high_pct * alloc / 100, goal_pct * alloc / 100
-    over = used > high_abs
+    rise = rise_all[np.ix_(rows, np.asarray(cols, dtype=np.int64))] if rise_all is not None else np.zeros_like(used)
+    over = used + rise > high_abs
     under = used <= low_abs
     # Per node below, Python values read from whole-pool arrays (tolist): numpy scalars one at a
     # time cost more than the rest of the loop, which runs for every node of the pool.
     schedulable: list[bool] = table.schedulable[rows].tolist()
     pcts: list[list[float]] = _percents(used, alloc).tolist()
+    ahead: list[list[float]] = _percents(used + rise, alloc).tolist()
+    rising: list[list[bool]] = (rise > 0).tolist()
+    horizon = format_duration(look_ahead)
     overs: list[list[bool]] = over.tolist()
     unders: list[list[bool]] = under.tolist()
     any_over = list(map(any, overs))
@@ -181,7 +204,9 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
             hot_cycles.append(hot)
             result.state.setdefault("hot", {})[key] = hot
             words = [
-                f"{r} {node_pct[j]:.0f}% > {_label(kind)}high {highs[i][j]:.0f}%"
+                f"{r} {node_pct[j]:.0f}%"
+                + (f" rising to {ahead[i][j]:.0f}% in {horizon}" if rising[i][j] else "")
+                + f" > {_label(kind)}high {highs[i][j]:.0f}%"
                 + (f" (relieve to ≤ {goals[i][j]:.0f}%)" if goals else "")
                 for j, r in enumerate(resources)
                 if overs[i][j]
@@ -209,7 +234,20 @@ def _classify(ctx: PlanContext, pool: PoolArgs, rows: IntArray, kind: Tier, resu
                     )
                 )
     return Classification(
-        kind, pool, rows, resources, cols, low_abs, high_abs, low_pct, high_pct, goal_abs, classes, reasons, hot_cycles
+        kind,
+        pool,
+        rows,
+        resources,
+        cols,
+        low_abs,
+        high_abs,
+        low_pct,
+        high_pct,
+        goal_abs,
+        classes,
+        reasons,
+        hot_cycles,
+        rise,
     )
 
 
@@ -373,17 +411,21 @@ def _relieve_node(
     row = int(classified.rows[i])
     node = table.names[row]
     usage = _usage(ctx, classified)
-    was_over = usage[row, classified.cols] > high_abs[row]
+    rise = classified.rise[i]
+    was_over = usage[row, classified.cols] + rise > high_abs[row]
     goal = classified.goal[i]
 
     def excess() -> FloatArray:
-        """What is still to shed, per resource (0 on those the node was not over high on)."""
-        left: FloatArray = np.where(was_over, np.maximum(usage[row, classified.cols] - goal, 0), 0.0)
+        """What is still to shed, per resource (0 on those the node was not over high on), counting
+        what it will rise within lookAhead."""
+        left: FloatArray = np.where(was_over, np.maximum(usage[row, classified.cols] + rise - goal, 0), 0.0)
         return left
 
     candidates = _candidates(ctx, args, classified, node, result)
     candidates.sort(key=_sort_key(ctx, args, classified, excess(), weights))
     node_high = _node_high(ctx, classified, high_abs)
+    target_rise = np.zeros_like(node_high)  # a target must stay cool as its own pods rise too
+    target_rise[classified.rows] = classified.rise
     mode: Mode = "ReservationFirst" if args.node_fit else "EvictDirectly"
     if ctx.policy.migration.default_mode == "EvictDirectly":
         mode = "EvictDirectly"
@@ -413,7 +455,7 @@ def _relieve_node(
         allowed = low_mask & ctx.targets
         allowed[row] = False
         # Every tier of the target must stay cool after the move (lownodeload.md §3.7).
-        cool = np.all(view.usage[:, classified.cols] + pod_usage <= node_high, axis=1)
+        cool = np.all(view.usage[:, classified.cols] + target_rise + pod_usage <= node_high, axis=1)
         if classified.kind == "prod":
             cool &= np.all(view.prod_usage[:, classified.cols] + pod_usage <= high_abs, axis=1)
         elif prod_high is not None:

@@ -112,6 +112,10 @@ class LowNodeLoadArgs(PolicyModel):
     node_pools: list[NodePool] = Field(default_factory=list, description="a node belongs to the first that selects it")
     pod_sort_keys: list[PodSortKey] = Field(default_factory=lambda: list(DEFAULT_POD_SORT_KEYS))
     victim_selection: Literal["greedy", "minimal"] = "greedy"
+    look_ahead: Duration = Field(
+        default=timedelta(0),
+        description="judge a node by its usage this far ahead, at the rate its pods rose over the last two cycles",
+    )
     recent_pods_last: Duration = Field(
         default=timedelta(hours=1),
         description="pods started less than this ago are moved after every other candidate (0s: off)",

@@ -642,6 +642,15 @@ def test_recent_pods_last_is_a_duration_defaulting_to_an_hour() -> None:
     assert [path for path, _ in found] == ["strategies[0].args.recentPodsLast"]
 
 
+def test_look_ahead_is_a_duration_defaulting_to_off() -> None:
+    args = parse(pools_doc()).strategy_args("LowNodeLoad")
+    assert isinstance(args, LowNodeLoadArgs) and args.look_ahead == timedelta(0)
+    ahead = parse(set_at(pools_doc(), "strategies.0.args.lookAhead", "10m")).strategy_args("LowNodeLoad")
+    assert isinstance(ahead, LowNodeLoadArgs) and ahead.look_ahead == timedelta(minutes=10)
+    found = problems(set_at(pools_doc(), "strategies.0.args.lookAhead", "-5m"))
+    assert [path for path, _ in found] == ["strategies[0].args.lookAhead"]
+
+
 def test_pool_names_must_be_unique_and_not_default() -> None:
     doc = set_at(pools_doc(), "strategies.0.args.nodePools.1.name", "gpu")
     assert paths(doc) == ["strategies[0].args.nodePools[1].name"]

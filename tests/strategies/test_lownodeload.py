@@ -7,7 +7,7 @@ scheduling core's load filter is off (usageThresholds {}), so only LowNodeLoad's
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from tests.builders import (
     pod_metrics,
     reservation,
     skips,
+    ts,
 )
 
 COOL = loaded_node("cool", [])
@@ -612,6 +613,73 @@ def test_recent_pods_still_move_when_nothing_else_can() -> None:
     pods = [({"name": "new", "created": NOW - timedelta(minutes=10)}, "1"), ({**Z, "created": NOW}, "4")]
     objs = [*loaded_node("hot", pods), *COOL]
     assert moves(plan(objs, lnl_policy(recentPodsLast="1h"))) == [("new", "hot", "cool")]
+
+
+# --- lookAhead: usage rising over the last two cycles --------------------------------------
+
+
+def _at(objs: list[Obj], when: datetime) -> list[Obj]:
+    """The objects with their metrics read at `when`."""
+    return [{**o, "timestamp": ts(when)} if "timestamp" in o else o for o in objs]
+
+
+def _warm(a_cpu: str, b_cpu: str = "2800m", *, also: tuple[tuple[Any, ...], ...] = ()) -> list[Obj]:
+    # warm: 8 cpu, high 60% = 4.8; a and b are the same pods from cycle to cycle.
+    return loaded_node("warm", [("a", a_cpu), ("b", b_cpu), *also])
+
+
+def _three_cycles(readings: list[list[Obj]], look_ahead: str, *, others: list[Obj] = COOL) -> Plan:
+    """A cycle every 10 min, one per reading (with `others` beside it); the last cycle's result."""
+    state = None
+    for k, objs in enumerate(readings):
+        when = NOW + timedelta(minutes=10 * k)
+        result, state = plan(_at([*objs, *others], when), lnl_policy(lookAhead=look_ahead), now=when, state=state)
+    return result
+
+
+def test_a_node_whose_pods_keep_rising_is_relieved_before_it_crosses_high() -> None:
+    # a rises 0.4 cpu a cycle: warm is at 4.6 (57.5%), and at 5.0 (62.5%) in 10 min.
+    readings = [_warm("1"), _warm("1400m"), _warm("1800m")]
+    ahead = _three_cycles(readings, "10m")
+    assert reports(ahead)["warm"].reason == "cpu 58% rising to 62% in 10m > high 60%"
+    assert moves(ahead) == [("a", "warm", "cool")]
+    assert not [w for w in ahead.warnings if "lookAhead" in w]
+    first = plan(_at([*readings[0], *COOL], NOW), lnl_policy(lookAhead="10m"))
+    assert "LowNodeLoad: lookAhead 10m needs the usage of the two cycles before" in first.plan.warnings[0]
+    assert moves(_three_cycles(readings, "0s")) == []
+    assert reports(_three_cycles(readings, "0s"))["warm"].node_class == "normal"
+
+
+@pytest.mark.parametrize(
+    "a_cpu",
+    [
+        pytest.param(("1", "1", "1800m"), id="a single burst"),
+        pytest.param(("1800m", "1", "1800m"), id="up after down"),
+    ],
+)
+def test_a_pod_counts_only_while_it_rose_over_both_cycles(a_cpu: tuple[str, str, str]) -> None:
+    assert moves(_three_cycles([_warm(cpu) for cpu in a_cpu], "10m")) == []
+
+
+def test_a_pod_moved_in_or_started_is_not_a_rise() -> None:
+    # c appears at the second and grows at the third reading: not on the node for two steps.
+    readings = [_warm("1"), _warm("1", also=(("c", "400m"),)), _warm("1", "2800m", also=(("c", "800m"),))]
+    assert reports(_three_cycles(readings, "10m"))["warm"].node_class == "normal"
+
+
+def test_the_rise_is_the_smaller_of_the_two_steps() -> None:
+    # a rose 0.1 then 0.8: counted at 0.1 a cycle, so warm (4.6 → 4.7) stays under high.
+    assert moves(_three_cycles([_warm("900m"), _warm("1"), _warm("1800m")], "10m")) == []
+
+
+def test_a_target_must_stay_cool_as_its_own_pods_rise() -> None:
+    # The only low node, filling: t rises 1 cpu a cycle; at 3 cpu it is low, but 3 + 1 (its rise) + 1
+    # (a, the pod hot would move) = 5 > 4.8.
+    filling = [loaded_node("filling", [("t", cpu), ("u", "800m")]) for cpu in ("200m", "1200m", "2200m")]
+    readings = [[*HOT, *objs] for objs in filling]
+    assert moves(_three_cycles(readings, "0s", others=[])) == [("a", "hot", "filling")]
+    ahead = _three_cycles(readings, "10m", others=[])
+    assert moves(ahead) == [] and skips(ahead)["a"].startswith("no low node can take its usage")
 
 
 # hot: 6 cpu of 8, pods in priority order a (0.5), b (0.5), c (1.5), f (3.5).
