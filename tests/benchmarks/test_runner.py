@@ -94,3 +94,23 @@ def test_the_runner_writes_results_for_a_named_benchmark(tmp_path: Path) -> None
     assert len(run["cycle_seconds"]) == 1 and len(run["best_node_ms"]) > 0 and run["peak_rss_mib"] > 0
     text = output.read_text()
     assert "### Planning cycle at 5,000 nodes" in text and "| one cycle from the cache" in text
+
+
+def test_a_failed_run_keeps_the_last_measurement_with_the_failure_beside_it(tmp_path: Path) -> None:
+    before = {"date": "2026-01-01 00:00 UTC", "runs": [{"cycle_seconds": [0.5]}], "seconds": 9.0}
+    (tmp_path / "results.json").write_text(json.dumps({"benchmarks": {"planning-5000": before}}))
+    output = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [sys.executable, "benchmarks/run.py", "planning-5000", "--runs", "1", "--output", str(output)],
+        cwd=ROOT,
+        env={**os.environ, "BENCH_NODES": "not a number"},  # the child fails at once
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    kept = json.loads((tmp_path / "results.json").read_text())["benchmarks"]["planning-5000"]
+    assert kept["runs"] == before["runs"] and kept["date"] == before["date"]
+    assert kept["error"].startswith("the run of ") and "failed" in kept["error"]
+    assert "**Failed**: the run of" in output.read_text()
