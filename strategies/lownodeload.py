@@ -355,6 +355,11 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification
     high_abs = np.zeros((table.size, len(classified.cols)), dtype=np.float64)
     high_abs[classified.rows] = classified.high
     prod_high = _prod_high(ctx, classified)
+    # Once per pass: how high a target may go; a target must stay cool as its own pods rise too.
+    target_high = _node_high(ctx, classified, high_abs)
+    if classified.rise.any():
+        target_high = target_high.copy()
+        target_high[classified.rows] -= classified.rise
     weights = np.array([classified.pool.resource_weights.get(r, 0) for r in classified.resources], dtype=np.float64)
     if weights.sum() <= 0:
         weights = np.ones(len(classified.resources))
@@ -375,7 +380,7 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification
                 f"not relieved this cycle: {left}"
             )
             return
-        _relieve_node(ctx, args, classified, i, low_mask, high_abs, prod_high, weights, result)
+        _relieve_node(ctx, args, classified, i, low_mask, high_abs, target_high, prod_high, weights, result)
 
 
 def _usage(ctx: PlanContext, classified: Classification) -> IntArray:
@@ -401,6 +406,7 @@ def _relieve_node(
     i: int,
     low_mask: BoolArray,
     high_abs: FloatArray,
+    target_high: FloatArray,
     prod_high: FloatArray | None,
     weights: FloatArray,
     result: StrategyResult,
@@ -423,9 +429,6 @@ def _relieve_node(
 
     candidates = _candidates(ctx, args, classified, node, result)
     candidates.sort(key=_sort_key(ctx, args, classified, excess(), weights))
-    node_high = _node_high(ctx, classified, high_abs)
-    target_rise = np.zeros_like(node_high)  # a target must stay cool as its own pods rise too
-    target_rise[classified.rows] = classified.rise
     mode: Mode = "ReservationFirst" if args.node_fit else "EvictDirectly"
     if ctx.policy.migration.default_mode == "EvictDirectly":
         mode = "EvictDirectly"
@@ -455,7 +458,7 @@ def _relieve_node(
         allowed = low_mask & ctx.targets
         allowed[row] = False
         # Every tier of the target must stay cool after the move (lownodeload.md §3.7).
-        cool = np.all(view.usage[:, classified.cols] + target_rise + pod_usage <= node_high, axis=1)
+        cool = np.all(view.usage[:, classified.cols] + pod_usage <= target_high, axis=1)
         if classified.kind == "prod":
             cool &= np.all(view.prod_usage[:, classified.cols] + pod_usage <= high_abs, axis=1)
         elif prod_high is not None:

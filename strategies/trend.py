@@ -60,8 +60,9 @@ def node_rise(ctx: PlanContext, horizon_seconds: float, state: dict[str, Any]) -
     node = np.where(counted, names[rows.node], "")
     step = np.zeros_like(usage)
     previous = ctx.state.get(STATE_KEY)
-    usable = isinstance(previous, Reading) and previous.resources == tuple(table.resources) and at > previous.at
-    if isinstance(previous, Reading) and usable:
+    if not isinstance(previous, Reading) or previous.resources != tuple(table.resources) or at <= previous.at:
+        previous = None  # none, or one this reading cannot follow on from
+    if previous is not None:
         before = np.fromiter((previous.index.get(key, -1) for key in rows.keys), dtype=np.int64, count=rows.size)
         stayed = counted & (before >= 0)
         stayed[stayed] = previous.node[before[stayed]] == node[stayed]
@@ -73,5 +74,5 @@ def node_rise(ctx: PlanContext, horizon_seconds: float, state: dict[str, Any]) -
         for col in range(len(table.resources)):
             rise[:, col] = np.bincount(node_rows, weights=both[:, col], minlength=table.size)[: table.size]
         rise *= horizon_seconds / (at - previous.at)
-    state[STATE_KEY] = Reading(at, tuple(table.resources), rows.index, node, usage, step, steps_known=usable)
-    return Rise(rise, known=isinstance(previous, Reading) and usable and previous.steps_known)
+    state[STATE_KEY] = Reading(at, tuple(table.resources), rows.index, node, usage, step, previous is not None)
+    return Rise(rise, known=previous is not None and previous.steps_known)

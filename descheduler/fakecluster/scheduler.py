@@ -194,7 +194,7 @@ class Scheduler:
     lease_namespace: str = "default"
     _client: HttpExtender | None = field(default=None, repr=False)
     _renewed: float | None = field(default=None, repr=False)
-    _stock_pods: Mapping[tuple[str, str], StockPod] = field(default_factory=dict, repr=False)
+    _stock_pods: dict[tuple[str, str], StockPod] = field(default_factory=dict, repr=False)
     _snapshot_pods: dict[tuple[str, str], Pod] = field(default_factory=dict, repr=False)
 
     def _pending(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -279,15 +279,13 @@ class Scheduler:
     def stock(self) -> StockScheduler:
         """kube-scheduler's in-tree plugins over the store as it is now (pods unchanged since the
         last call are not parsed again)."""
-        stock = StockScheduler(
+        return StockScheduler(
             self.store.list("nodes", shared=True),
             self.store.list("pods", shared=True),
             self.store.list(RESERVATIONS, shared=True),
             self.store.list("namespaces", shared=True),
             memo=self._stock_pods,
         )
-        self._stock_pods = stock.parsed
-        return stock
 
     def _choose(self, pod: Pod, raw: dict[str, Any], view: ClusterView, stock: StockScheduler) -> str | None:
         """Default mode: the in-tree filters and our plugin's load filter; a reserved node wins, else

@@ -390,12 +390,12 @@ class StockScheduler:
         pods: Iterable[Raw],
         reservations: Iterable[Raw] = (),
         namespaces: Iterable[Raw] = (),
-        memo: Mapping[tuple[str, str], StockPod] | None = None,
+        memo: dict[tuple[str, str], StockPod] | None = None,
     ) -> None:
-        """`memo`: the `parsed` of the previous StockScheduler (StockPods by uid and resourceVersion),
-        so an unchanged pod is not parsed again; pods with required anti-affinity, whose terms depend
-        on namespace labels, are always parsed."""
-        self.parsed: dict[tuple[str, str], StockPod] = {}
+        """`memo`: StockPods by uid and resourceVersion from the call before, replaced by this one's
+        (as `load_snapshot_objects`' pod_memo), so an unchanged pod is not parsed again; pods with
+        required anti-affinity, whose terms depend on namespace labels, are always parsed."""
+        parsed: dict[tuple[str, str], StockPod] = {}
         self.namespace_labels: dict[str, Mapping[str, str]] = {
             ns["metadata"]["name"]: dict(ns["metadata"].get("labels") or {}) for ns in namespaces
         }
@@ -412,7 +412,10 @@ class StockScheduler:
         for raw in pods:
             node = (raw.get("spec") or {}).get("nodeName")
             if node in self.nodes and not _terminal(raw):
-                self._account(self._pod(raw, memo))
+                self._account(self._pod(raw, memo or {}, parsed))
+        if memo is not None:
+            memo.clear()
+            memo.update(parsed)
         for reservation in reservations:
             node = reservation["spec"]["nodeName"] if holds_room(reservation) else ""
             if node in self.requested:
@@ -420,14 +423,16 @@ class StockScheduler:
                 self.held[reservation["metadata"]["name"]] = (node, room)
                 _add(self.requested[node], room)
 
-    def _pod(self, raw: Raw, memo: Mapping[tuple[str, str], StockPod] | None) -> StockPod:
+    def _pod(
+        self, raw: Raw, memo: Mapping[tuple[str, str], StockPod], parsed: dict[tuple[str, str], StockPod]
+    ) -> StockPod:
         meta = raw["metadata"]
         key = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")))
-        found = memo.get(key) if memo is not None else None
+        found = memo.get(key)
         if found is None:
             found = StockPod.of(raw, self.namespace_labels)
         if all(key) and not found.anti_affinity:
-            self.parsed[key] = found
+            parsed[key] = found
         return found
 
     def _account(self, pod: StockPod) -> None:
