@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from descheduler.fakecluster.apiserver import ApiError, Store
 from descheduler.fakecluster.apiserver.clock import parse_instant, rfc3339
 from descheduler.fakecluster.pods import Obj, is_terminal, pod_key, pod_requests, set_condition
-from descheduler.fakecluster.usage import UsageModel, UsageSpec, models_for, usage_units
+from descheduler.fakecluster.usage import UsageModel, UsageSpec, models_for, unchanged_until, usage_units
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,9 @@ class Kubelet:
     usage: dict[str, PodUsage] = field(default_factory=dict)
     _bound_at: dict[str, float] = field(default_factory=dict)
     _models: dict[str, tuple[dict[str, UsageModel], dict[str, int]]] = field(default_factory=dict)
+    # Each pod's last usage and the elapsed time before which its models give the same (a busy
+    # simulation steps every few seconds; trace series change every few minutes).
+    _held: dict[str, tuple[float, PodUsage]] = field(default_factory=dict)
 
     def step(self, now: float) -> None:
         usage: dict[str, PodUsage] = {}
@@ -60,6 +63,7 @@ class Kubelet:
         self.usage = usage
         self._bound_at = {k: v for k, v in self._bound_at.items() if k in seen}
         self._models = {k: v for k, v in self._models.items() if k in seen}
+        self._held = {k: v for k, v in self._held.items() if k in seen}
 
     def _advance_phase(self, pod: Obj, uid: str, now: float) -> None:
         status = pod.get("status") or {}
@@ -112,22 +116,25 @@ class Kubelet:
                 raise
 
     def _usage(self, pod: Obj, uid: str, node: str, now: float) -> PodUsage:
+        elapsed = now - self.began
+        held = self._held.get(uid)
+        if held is not None and elapsed < held[0] and held[1].node == node:
+            return held[1]
         meta = pod["metadata"]
         cached = self._models.get(uid)
         if cached is None:
             models = models_for(self.usage_spec, meta["namespace"], meta.get("labels") or {})
             cached = self._models[uid] = (models, pod_requests(pod))
         models, requests = cached
+        instant = elapsed + (self.began if self.usage_began is None else self.usage_began)
+        key = pod_key(pod)
         values = {
             resource: usage_units(
-                model,
-                resource,
-                requests.get(resource, 0),
-                instant=now - self.began + (self.began if self.usage_began is None else self.usage_began),
-                elapsed=now - self.began,
-                key=pod_key(pod),
-                seed=self.seed,
+                model, resource, requests.get(resource, 0), instant=instant, elapsed=elapsed, key=key, seed=self.seed
             )
             for resource, model in models.items()
         }
-        return PodUsage(meta["namespace"], meta["name"], node, values.get("cpu", 0), values.get("memory", 0))
+        usage = PodUsage(meta["namespace"], meta["name"], node, values.get("cpu", 0), values.get("memory", 0))
+        holds = [unchanged_until(model, instant=instant, elapsed=elapsed) for model in models.values()]
+        self._held[uid] = (min(holds, default=float("inf")), usage)
+        return usage

@@ -191,6 +191,21 @@ def usage_units(
     return max(0, round(base))
 
 
+def unchanged_until(model: UsageModel, *, instant: float, elapsed: float) -> float:
+    """The `elapsed` time (seconds since the scenario began) before which `usage_units` of this model
+    gives the value it gives now: the next series step or noise bucket; `elapsed` itself when a
+    diurnal curve makes it change continuously; infinity for a constant or a fraction."""
+    if model.diurnal is not None and len(model.diurnal.curve) > 1:
+        return elapsed
+    until = float("inf")
+    if model.series is not None:
+        step = model.series.step_seconds
+        until = (max(elapsed, 0) // step + 1) * step
+    if model.noise:
+        until = min(until, elapsed + ((instant // NOISE_BUCKET_SECONDS + 1) * NOISE_BUCKET_SECONDS - instant))
+    return until
+
+
 class _RuleIndex:
     """`models_for` without parsing every rule's selector for every pod: a scenario with a rule per
     pod (one trace series each) has thousands. A rule with matchLabels is only tried on pods that

@@ -1,6 +1,6 @@
 from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.kubelet import Kubelet
-from descheduler.fakecluster.usage import ResourceModels, UsageModel, UsageSpec
+from descheduler.fakecluster.usage import ResourceModels, Series, UsageModel, UsageSpec
 
 from .conftest import T0, pod
 
@@ -50,3 +50,15 @@ def test_usage_follows_the_model_of_each_running_pod(store: Store) -> None:
     assert list(kubelet.usage) == ["default/p"]
     usage = kubelet.usage["default/p"]
     assert (usage.node, usage.cpu, usage.memory) == ("n1", 500, 100 * 2**20)
+
+
+def test_usage_is_read_afresh_at_each_series_step(store: Store) -> None:
+    """Between a series' steps the kubelet reuses a pod's usage; at each step it reads the new value."""
+    store.load([pod("p", node_name="n1", phase="Running", ready=True, cpu="1")])
+    series = UsageModel(series=Series(values=[0.2, 0.7], step_seconds=60))
+    kubelet = Kubelet(store, UsageSpec(default=ResourceModels(cpu=series)), began=T0)
+    seen = []
+    for t in (0, 1, 30, 59, 60, 61, 119, 120):
+        kubelet.step(T0 + t)
+        seen.append(kubelet.usage["default/p"].cpu)
+    assert seen == [200, 200, 200, 200, 700, 700, 700, 200]

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from descheduler.fakecluster.usage import (
     Diurnal,
@@ -7,6 +9,7 @@ from descheduler.fakecluster.usage import (
     UsageSpec,
     diurnal_factor,
     models_for,
+    unchanged_until,
     usage_units,
 )
 
@@ -92,3 +95,43 @@ def test_the_first_matching_rule_wins_per_resource_in_the_rules_order() -> None:
     assert (other["cpu"].fraction, other["memory"].fraction) == (0.1, 0.4)
     # matchLabels must match whole: app=a alone lacks tier=web.
     assert models_for(spec, "ns", {"app": "a"})["memory"].fraction == 0.5
+
+
+@given(
+    base=st.sampled_from(["constant", "fraction", "series"]),
+    step=st.integers(1, 600),
+    values=st.lists(st.floats(0, 3), min_size=1, max_size=5),
+    noise=st.sampled_from([0.0, 0.1]),
+    diurnal=st.booleans(),
+    elapsed=st.floats(-100, 5000),
+    offset=st.floats(0, 86_400),
+    later=st.floats(0, 1),
+)
+def test_usage_holds_until_the_time_unchanged_until_gives(
+    base: str,
+    step: int,
+    values: list[float],
+    noise: float,
+    diurnal: bool,
+    elapsed: float,
+    offset: float,
+    later: float,
+) -> None:
+    """The kubelet reuses a pod's usage before this time: the model must give the same value anywhere in it."""
+    model = UsageModel(
+        constant="250m" if base == "constant" else None,
+        fraction=0.4 if base == "fraction" else None,
+        series=Series(values=list(values), step_seconds=step) if base == "series" else None,
+        noise=noise,
+        diurnal=Diurnal(curve=[1.0, 1.5, 0.5]) if diurnal else None,
+    )
+    until = unchanged_until(model, instant=elapsed + offset, elapsed=elapsed)
+    assert until >= elapsed
+    if diurnal:
+        assert until == elapsed  # the curve moves continuously
+    if base != "series" and not noise and not diurnal:
+        assert until == float("inf")
+    probe = elapsed + later * (min(until, elapsed + 10_000) - elapsed)
+    if probe < until:
+        now = _at(model, elapsed=elapsed, instant=elapsed + offset)
+        assert _at(model, elapsed=probe, instant=probe + offset) == now
