@@ -685,7 +685,9 @@ def _flow(values: Mapping[str, float]) -> str:
     return "{" + ", ".join(f"{k}: {v:g}" for k, v in values.items()) + "}"
 
 
-def _policy(interval: str, strategy: str, args: Sequence[str], limits_yaml: str, migration: str) -> Policy:
+def _policy(
+    interval: str, strategy: str, args: Sequence[str], limits_yaml: str, migration: str, evict_burst: int
+) -> Policy:
     if "migration:" in limits_yaml:
         raise ValueError("limits_yaml must not set migration: the peer's policy sets it")
     register_peers()
@@ -698,7 +700,7 @@ strategies:
 - name: {strategy}
   args:
 {lines}"""
-    return parse_policy(text + limits_yaml.rstrip("\n") + "\n" + migration)
+    return parse_policy(text + limits_yaml.rstrip("\n") + "\n" + migration + f"  evictBurst: {evict_burst}\n")
 
 
 def upstream_policy(
@@ -709,10 +711,11 @@ def upstream_policy(
     limits_yaml: str,
     *,
     extra_args: Mapping[str, str] | None = None,
+    evict_burst: int = 1,
 ) -> Policy:
-    """Upstream LowNodeUtilization with `limits_yaml` (evictor, limits) and `extra_args` (name ->
-    YAML value); evictions go straight to the Eviction API: no cooldown and none of the migration
-    controller's per-workload limits."""
+    """Upstream LowNodeUtilization with `limits_yaml` (evictor, limits), `extra_args` (name ->
+    YAML value) and the migration controller's `evict_burst`; evictions go straight to the
+    Eviction API: no cooldown and none of the migration controller's per-workload limits."""
     args = [f"thresholds: {_flow(low)}", f"targetThresholds: {_flow(high)}"]
     if mode == "metrics":
         args.append("metricsUtilization: {source: KubernetesMetrics}")
@@ -725,7 +728,7 @@ def upstream_policy(
   maxUnavailablePerWorkload: 100%
   objectLimiters: {workload: {duration: 1s, maxMigrating: 1000000}}
 """
-    return _policy(interval, UPSTREAM, args, limits_yaml, migration)
+    return _policy(interval, UPSTREAM, args, limits_yaml, migration, evict_burst)
 
 
 def koordinator_policy(
@@ -735,9 +738,10 @@ def koordinator_policy(
     limits_yaml: str,
     *,
     extra_args: Mapping[str, str] | None = None,
+    evict_burst: int = 1,
 ) -> Policy:
-    """Koordinator LowNodeLoad with its MigrationController's default limits (peers.md §2 step 9)
-    and `extra_args` (name -> YAML value)."""
+    """Koordinator LowNodeLoad with its MigrationController's default limits (peers.md §2 step 9),
+    `extra_args` (name -> YAML value) and the migration controller's `evict_burst`."""
     args = [f"lowThresholds: {_flow(low)}", f"highThresholds: {_flow(high)}"]
     args += [f"{k}: {v}" for k, v in (extra_args or {}).items()]
     migration = """migration:
@@ -749,4 +753,4 @@ def koordinator_policy(
   maxUnavailablePerWorkload: 1
   objectLimiters: {workload: {duration: 5m, maxMigrating: 1}}
 """
-    return _policy(interval, KOORDINATOR, args, limits_yaml, migration)
+    return _policy(interval, KOORDINATOR, args, limits_yaml, migration, evict_burst)

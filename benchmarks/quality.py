@@ -6,7 +6,10 @@ simulated day.
 
 Each scenario (benchmarks/scenarios.py: a family of trace clusters at a size) runs once per contender
 through `Simulation` (the real cache, planning loop, executor and migration controller against the
-simulated API server), from the same start placement, with the same thresholds, caps and interval:
+simulated API server), from the same start placement, with the same thresholds, caps and interval
+(LIMITS, and an evictBurst of EVICT_BURST because the controller passes every BUSY_PERIOD seconds here
+while moves are in flight, where the default burst of 1 would let one eviction through per pass, 0.1/s instead of
+evictQPS's 10/s, and stretch a cycle's moves over minutes):
 
 - off: our policy in dryRun (nothing moves): the hot-node-minutes without a descheduler;
 - ours: LowNodeLoad (load-aware, per-target accounting, ReservationFirst) with our extender beside the
@@ -79,6 +82,7 @@ BUSY_PERIOD = 10.0  # while a move is in flight (the product's controller steps 
 SIZES = (50, 300)
 SMOKE_NODES = 8
 EXACT_PODS = 16
+SLOW_CONTENDERS = ("lnuMetrics", "koordinator", "ours")  # the most moves, so the most busy steps: run first
 FLAP_SECONDS = 3600.0  # a replacement moved again sooner than this counts as ping-pong
 CHARTS = Path(__file__).resolve().parent
 CHART_BUCKET_HOURS = 0.5  # the picture: hot nodes averaged per half hour
@@ -87,6 +91,7 @@ LIMITS = """
 evictor: {minReplicas: 1}
 limits: {maxEvictionsPerCycle: 10, maxEvictionsPerNode: 2}
 """
+EVICT_BURST = 10
 
 
 def _flow(values: dict[str, float]) -> str:
@@ -108,6 +113,7 @@ strategies:
 """
         + extra
         + LIMITS
+        + f"migration: {{evictBurst: {EVICT_BURST}}}\n"
     )
 
 
@@ -132,21 +138,21 @@ def contenders(ours_args: str = "") -> tuple[Contender, ...]:
         Contender(
             "lnuRequests",
             "upstream LNU, requests",
-            lambda: peers.upstream_policy("requests", interval, LOW, HIGH, LIMITS),
+            lambda: peers.upstream_policy("requests", interval, LOW, HIGH, LIMITS, evict_burst=EVICT_BURST),
             stock=True,
             reset=peers.reset_peer_state,
         ),
         Contender(
             "lnuMetrics",
             "upstream LNU, metrics",
-            lambda: peers.upstream_policy("metrics", interval, LOW, HIGH, LIMITS),
+            lambda: peers.upstream_policy("metrics", interval, LOW, HIGH, LIMITS, evict_burst=EVICT_BURST),
             stock=True,
             reset=peers.reset_peer_state,
         ),
         Contender(
             "koordinator",
             "Koordinator LowNodeLoad",
-            lambda: peers.koordinator_policy(interval, LOW, HIGH, LIMITS),
+            lambda: peers.koordinator_policy(interval, LOW, HIGH, LIMITS, evict_burst=EVICT_BURST),
             stock=False,
             reset=peers.reset_peer_state,
         ),
@@ -459,18 +465,26 @@ def run_one(loaded: LoadedScenario, contender: Contender, cycles: int, *, keep: 
     return out
 
 
-def run_scenario(
-    family: str, nodes: int, seed: int, hours: float = 24.0, only: Sequence[str] = (), ours_args: str = ""
-) -> dict[str, Any]:
+def _contender(key: str, ours_args: str = "") -> Contender:
+    return next(c for c in contenders(ours_args) if c.key == key)
+
+
+def _loaded(family: str, nodes: int, seed: int) -> LoadedScenario:
     from benchmarks.scenarios import build
 
-    loaded = coarse(build(family, nodes, seed))
+    return coarse(build(family, nodes, seed))
+
+
+def _run_contender(loaded: LoadedScenario, key: str, hours: float, ours_args: str = "") -> dict[str, Any]:
+    """One contender over one scenario (a task of its own: `run_quality` spreads them over the cores)."""
     cycles = int(hours * 60 / INTERVAL_MINUTES)
-    runs: dict[str, dict[str, Any]] = {}
-    for contender in contenders(ours_args):
-        if only and contender.key not in only and contender.key != "off":
-            continue
-        runs[contender.key] = run_one(loaded, contender, cycles, keep=contender.key == "off")
+    return run_one(loaded, _contender(key, ours_args), cycles, keep=key == "off")
+
+
+def _scenario(
+    family: str, nodes: int, seed: int, hours: float, loaded: LoadedScenario, runs: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """A scenario's result from its contenders' runs: each one's moves ÷ the hindsight minimum of off's."""
     minimum = runs["off"]["minimum"]["moves"]
     for key, run in runs.items():
         if key != "off":
@@ -484,6 +498,16 @@ def run_scenario(
         "hours": hours,
         "runs": runs,
     }
+
+
+def run_scenario(
+    family: str, nodes: int, seed: int, hours: float = 24.0, only: Sequence[str] = (), ours_args: str = ""
+) -> dict[str, Any]:
+    """Every contender (or `only` these, and off) over one scenario, one after another."""
+    loaded = _loaded(family, nodes, seed)
+    keys = [c.key for c in contenders(ours_args) if not only or c.key in only or c.key == "off"]
+    runs = {key: _run_contender(loaded, key, hours, ours_args) for key in keys}
+    return _scenario(family, nodes, seed, hours, loaded, runs)
 
 
 def verdict(scenario: dict[str, Any]) -> list[str]:
@@ -514,16 +538,26 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
 def run_quality(
     families: Sequence[str] | None = None, sizes: Sequence[int] = SIZES, seed: int = 1, hours: float = 24.0
 ) -> dict[str, Any]:
-    """Every family at every size, a scenario per process on every core; the flat metrics the runner's
-    table shows, and the scenarios."""
+    """Every family at every size, each contender's run a task for the next free core; the flat metrics
+    the runner's table shows, and the scenarios."""
     from benchmarks.scenarios import FAMILIES
 
     todo = [(f, n) for f in (families or FAMILIES) for n in sizes]
-    with ProcessPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
-        # The largest scenarios first, so the small ones fill in at the end instead of one large one
-        # running alone; reported in the listed order.
-        futures = {(f, n): pool.submit(run_scenario, f, n, seed, hours) for f, n in sorted(todo, key=lambda t: -t[1])}
-        scenarios = [futures[t].result() for t in todo]
+    keys = [c.key for c in contenders()]
+    with ProcessPoolExecutor(max_workers=max(1, min(len(todo) * len(keys), os.cpu_count() or 1))) as pool:
+        # Every contender's run is a task of its own, the largest scenarios' first, so no core sits idle
+        # while another runs the rest of a scenario; each scenario is built once, in a worker.
+        built = {t: pool.submit(_loaded, *t, seed) for t in sorted(todo, key=lambda t: -t[1])}
+        loaded = {t: future.result() for t, future in built.items()}
+        runs = {
+            (t, key): pool.submit(_run_contender, loaded[t], key, hours)
+            for t in sorted(todo, key=lambda t: -t[1])
+            for key in sorted(keys, key=lambda k: k not in SLOW_CONTENDERS)
+        }
+        scenarios = [
+            _scenario(f, n, seed, hours, loaded[(f, n)], {key: runs[((f, n), key)].result() for key in keys})
+            for f, n in todo
+        ]
     for scenario in scenarios:
         scenario["missed"] = verdict(scenario)
         write_chart(scenario)
