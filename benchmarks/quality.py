@@ -1,7 +1,7 @@
 """Decision quality against the peers, on trace clusters where usage departs from requests, over a
 simulated day.
 
-    .venv/bin/python -m benchmarks.quality [--family bitbrains --nodes 50 --seed 1 --hours 24]
+    .venv/bin/python -m benchmarks.quality [--family bitbrains openb --nodes 50 300 --seed 1 --hours 24]
     .venv/bin/python -m benchmarks.run quality          # every family at both sizes, into RESULTS.md
 
 Each scenario (benchmarks/scenarios.py: a family of trace clusters at a size) runs once per contender
@@ -536,21 +536,27 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
 
 
 def run_quality(
-    families: Sequence[str] | None = None, sizes: Sequence[int] = SIZES, seed: int = 1, hours: float = 24.0
+    families: Sequence[str] | None = None,
+    sizes: Sequence[int] = SIZES,
+    seed: int = 1,
+    hours: float = 24.0,
+    only: Sequence[str] = (),
+    ours_args: str = "",
 ) -> dict[str, Any]:
-    """Every family at every size, each contender's run a task for the next free core; the flat metrics
-    the runner's table shows, and the scenarios."""
+    """Every family at every size (with every contender unless `only`; off and ours always run), each
+    contender's run a task for the next free core; the flat metrics the runner's table shows, and the
+    scenarios."""
     from benchmarks.scenarios import FAMILIES
 
     todo = [(f, n) for f in (families or FAMILIES) for n in sizes]
-    keys = [c.key for c in contenders()]
+    keys = [c.key for c in contenders() if c.key in ("off", "ours") or not only or c.key in only]
     with ProcessPoolExecutor(max_workers=max(1, min(len(todo) * len(keys), os.cpu_count() or 1))) as pool:
         # Every contender's run is a task of its own, the largest scenarios' first, so no core sits idle
         # while another runs the rest of a scenario; each scenario is built once, in a worker.
         built = {t: pool.submit(_loaded, *t, seed) for t in sorted(todo, key=lambda t: -t[1])}
         loaded = {t: future.result() for t, future in built.items()}
         runs = {
-            (t, key): pool.submit(_run_contender, loaded[t], key, hours)
+            (t, key): pool.submit(_run_contender, loaded[t], key, hours, ours_args)
             for t in sorted(todo, key=lambda t: -t[1])
             for key in sorted(keys, key=lambda k: k not in SLOW_CONTENDERS)
         }
@@ -666,18 +672,16 @@ def render_quality(run: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", default="bitbrains")
-    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--family", nargs="*", default=["bitbrains"], help="one or more families")
+    parser.add_argument("--nodes", type=int, nargs="*", default=[50], help="one or more sizes")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--hours", type=float, default=24.0)
-    parser.add_argument("--only", nargs="*", default=(), help="contender keys (off always runs)")
+    parser.add_argument("--only", nargs="*", default=(), help="contender keys (off and ours always run)")
     parser.add_argument("--ours-args", default="", help='YAML lines for ours\' LowNodeLoad args ("reliefDepth: 0")')
     args = parser.parse_args()
-    result = run_scenario(args.family, args.nodes, args.seed, args.hours, args.only, args.ours_args)
-    result["missed"] = verdict(result) if "ours" in result["runs"] else []
-    print(json.dumps({k: v for k, v in result.items()}, indent=1, default=str))
-    write_chart(result)
-    print(render_quality({"scenarios": [result]}))
+    run = run_quality(args.family, args.nodes, args.seed, args.hours, args.only, args.ours_args)
+    print(json.dumps(run, indent=1, default=str))
+    print(render_quality(run))
 
 
 if __name__ == "__main__":
