@@ -469,6 +469,11 @@ def _contender(key: str, ours_args: str = "") -> Contender:
     return next(c for c in contenders(ours_args) if c.key == key)
 
 
+def _keys(only: Sequence[str]) -> list[str]:
+    """The contenders to run: `only` these (every one when empty), and off and ours always."""
+    return [c.key for c in contenders() if c.key in ("off", "ours") or not only or c.key in only]
+
+
 def _loaded(family: str, nodes: int, seed: int) -> LoadedScenario:
     from benchmarks.scenarios import build
 
@@ -503,10 +508,9 @@ def _scenario(
 def run_scenario(
     family: str, nodes: int, seed: int, hours: float = 24.0, only: Sequence[str] = (), ours_args: str = ""
 ) -> dict[str, Any]:
-    """Every contender (or `only` these, and off) over one scenario, one after another."""
+    """The contenders (`_keys`) over one scenario, one after another."""
     loaded = _loaded(family, nodes, seed)
-    keys = [c.key for c in contenders(ours_args) if not only or c.key in only or c.key == "off"]
-    runs = {key: _run_contender(loaded, key, hours, ours_args) for key in keys}
+    runs = {key: _run_contender(loaded, key, hours, ours_args) for key in _keys(only)}
     return _scenario(family, nodes, seed, hours, loaded, runs)
 
 
@@ -543,13 +547,12 @@ def run_quality(
     only: Sequence[str] = (),
     ours_args: str = "",
 ) -> dict[str, Any]:
-    """Every family at every size (with every contender unless `only`; off and ours always run), each
-    contender's run a task for the next free core; the flat metrics the runner's table shows, and the
-    scenarios."""
+    """Every family at every size with the contenders (`_keys`), each contender's run a task for the next
+    free core; the flat metrics the runner's table shows, and the scenarios."""
     from benchmarks.scenarios import FAMILIES
 
     todo = [(f, n) for f in (families or FAMILIES) for n in sizes]
-    keys = [c.key for c in contenders() if c.key in ("off", "ours") or not only or c.key in only]
+    keys = _keys(only)
     with ProcessPoolExecutor(max_workers=max(1, min(len(todo) * len(keys), os.cpu_count() or 1))) as pool:
         # Every contender's run is a task of its own, the largest scenarios' first, so no core sits idle
         # while another runs the rest of a scenario; each scenario is built once, in a worker.
