@@ -55,6 +55,7 @@ import numpy as np
 
 from benchmarks.baseline import use_spread_scheduler
 from descheduler.controller.cycle import CycleResult
+from descheduler.controller.logs import configure_logging
 from descheduler.eligibility import eviction_refusal
 from descheduler.fakecluster.scenario import LoadedScenario, Timing
 from descheduler.policy import DEFAULT_RELIEF_DEPTH, Policy, parse_policy
@@ -682,6 +683,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=(), help="contender keys (off and ours always run)")
     parser.add_argument("--ours-args", default="", help='YAML lines for ours\' LowNodeLoad args ("reliefDepth: 0")')
     args = parser.parse_args()
+    configure_logging("warning")  # on stderr, so stdout is the JSON and the table
     run = run_quality(args.family, args.nodes, args.seed, args.hours, args.only, args.ours_args)
     print(json.dumps(run, indent=1, default=str))
     print(render_quality(run))
