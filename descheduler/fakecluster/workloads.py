@@ -1,7 +1,7 @@
 """Workload controllers and garbage collection: what keeps a cluster's pods coming back.
 
 Each controller has `step(now)`; a step reads the store, compares desired with actual and
-writes the difference. Simplified from kube-controller-manager: no rollouts, no expectations
+writes the difference, and is skipped when nothing it reads was written since its last pass. Simplified from kube-controller-manager: no rollouts, no expectations
 cache — one step converges.
 """
 
@@ -72,12 +72,33 @@ def _write_status(store: Store, obj: Obj, status: dict[str, Any]) -> None:
             raise
 
 
+class _Inputs:
+    """The resources a level-triggered controller reads: `changed` says whether any was written since
+    the last pass that finished (`done`); an unchanged cluster gives the same decisions, so a pass
+    over it would write nothing."""
+
+    def __init__(self, store: Store, *resources: str) -> None:
+        self.store = store
+        self.resources = resources
+        self._done: tuple[int, ...] | None = None
+        self._seen: tuple[int, ...] = ()
+
+    def changed(self) -> bool:
+        self._seen = self.store.written(*self.resources)
+        return self._seen != self._done
+
+    def done(self) -> None:
+        """The pass that asked `changed` finished: its own writes are new to the next one."""
+        self._done = self._seen
+
+
 class ReplicaSetController:
     """Keeps spec.replicas active pods per ReplicaSet, named <rs>-<5 random chars>."""
 
     def __init__(self, store: Store, rng: random.Random | None = None) -> None:
         self.store = store
         self.rng = rng or random.Random(0)
+        self._inputs = _Inputs(store, "pods", "replicasets.apps")
 
     def _name(self, prefix: str, namespace: str) -> str:
         while True:
@@ -86,6 +107,11 @@ class ReplicaSetController:
                 return name
 
     def step(self, now: float) -> None:
+        if self._inputs.changed():
+            self._sync()
+            self._inputs.done()
+
+    def _sync(self) -> None:
         by_owner: dict[str, list[Obj]] = {}  # one listing, grouped by controller UID
         for pod in self.store.list("pods", shared=True):
             ref = controller_ref(pod)
@@ -139,8 +165,14 @@ class DeploymentController:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._inputs = _Inputs(store, "deployments.apps", "replicasets.apps")
 
     def step(self, now: float) -> None:
+        if self._inputs.changed():
+            self._sync()
+            self._inputs.done()
+
+    def _sync(self) -> None:
         for deploy in _live(self.store, "deployments.apps"):
             meta = deploy["metadata"]
             ns = meta["namespace"]
@@ -202,8 +234,14 @@ class StatefulSetController:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._inputs = _Inputs(store, "statefulsets.apps", "pods")
 
     def step(self, now: float) -> None:
+        if self._inputs.changed():
+            self._sync()
+            self._inputs.done()
+
+    def _sync(self) -> None:
         for sts in _live(self.store, "statefulsets.apps"):
             meta = sts["metadata"]
             ns, name = meta["namespace"], meta["name"]
@@ -238,6 +276,7 @@ class StatefulSetController:
             )
 
 
+_OWNED_RESOURCES = ("replicasets.apps", "pods", "reservations.descheduler.dev")
 _OWNER_RESOURCES = {
     ("apps/v1", "ReplicaSet"): "replicasets.apps",
     ("apps/v1", "Deployment"): "deployments.apps",
@@ -253,10 +292,16 @@ class GarbageCollector:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._inputs = _Inputs(store, *_OWNED_RESOURCES, *_OWNER_RESOURCES.values())
 
     def step(self, now: float) -> None:
+        if self._inputs.changed():
+            self._sync()
+            self._inputs.done()
+
+    def _sync(self) -> None:
         uids: dict[str, dict[tuple[str, str], str]] = {}  # owner resource -> (namespace, name) -> uid
-        for resource in ("replicasets.apps", "pods", "reservations.descheduler.dev"):
+        for resource in _OWNED_RESOURCES:
             for obj in _live(self.store, resource):
                 ref = controller_ref(obj)
                 if ref is None:
@@ -284,8 +329,15 @@ class PodGarbageCollector:
         self.store = store
         self.quarantine = quarantine
         self._missing_since: dict[str, float] = {}
+        self._inputs = _Inputs(store, "nodes", "pods")
 
     def step(self, now: float) -> None:
+        # Orphans waiting out their quarantine need a pass as time goes on, changed or not.
+        if self._inputs.changed() or self._missing_since:
+            self._sync(now)
+            self._inputs.done()
+
+    def _sync(self, now: float) -> None:
         nodes = {node["metadata"]["name"] for node in self.store.list("nodes", shared=True)}
         orphans: dict[str, list[Obj]] = {}
         for pod in self.store.list("pods", shared=True):

@@ -206,3 +206,39 @@ def test_garbage_collector_deletes_a_reservation_whose_migration_job_is_gone(sto
     store.delete("podmigrationjobs.descheduler.dev", "move-1")
     GarbageCollector(store).step(T0)
     assert names(store, "reservations.descheduler.dev") == []
+
+
+def test_a_controller_passes_only_after_its_inputs_were_written(store: Store) -> None:
+    """An unchanged cluster is not listed again (a simulated day steps thousands of times); any write
+    to a resource the controller reads, its own writes included, brings the next pass."""
+    rs = replicaset("web", 2)
+    store.load([rs, pod("web-aaaaa", node_name="n1", phase="Running", owner=rs)])
+    controller = ReplicaSetController(store, random.Random(0))
+    listed = []
+    real_list = store.list
+
+    def counting_list(resource: str, *args: object, **kwargs: object) -> list[dict[str, object]]:
+        listed.append(resource)
+        return real_list(resource, *args, **kwargs)  # type: ignore[arg-type]
+
+    store.list = counting_list  # type: ignore[method-assign]
+    controller.step(T0)  # creates the missing pod: a write to its own input
+    controller.step(T0 + 1)  # reads what it wrote, finds nothing to do
+    passes = len(listed)
+    controller.step(T0 + 2)
+    controller.step(T0 + 3)
+    assert len(listed) == passes and len(names(store)) == 2
+    store.delete("pods", "web-aaaaa", "default", grace_period_seconds=0)
+    controller.step(T0 + 4)
+    assert len(listed) > passes
+    assert len(names(store)) == 2 and "web-aaaaa" not in names(store)
+
+
+def test_pod_gc_keeps_passing_while_an_orphan_waits_out_its_quarantine(store: Store) -> None:
+    store.load([node("n1"), pod("orphan", node_name="gone", phase="Running")])
+    gc = PodGarbageCollector(store, quarantine=40)
+    gc.step(T0)
+    gc.step(T0 + 10)  # nothing written since: still counting the orphan's time
+    assert "orphan" in names(store)
+    gc.step(T0 + 41)
+    assert "orphan" not in names(store)

@@ -77,6 +77,7 @@ class Store:
         self._objects: dict[ResourceType, dict[str, Entry]] = {rt: {} for rt in self.table}
         self._sorted: dict[ResourceType, builtins.list[str] | None] = {rt: None for rt in self.table}
         self._history: dict[ResourceType, deque[WatchEvent]] = {rt: deque(maxlen=history_size) for rt in self.table}
+        self._written: dict[ResourceType, int] = dict.fromkeys(self.table, 0)  # latest write's rv, per resource
         # The highest resourceVersion no longer replayable per type: a watch from before it gets 410.
         self._expired_before: dict[ResourceType, int] = dict.fromkeys(self.table, 0)
         self._watchers: dict[ResourceType, set[Watcher]] = {rt: set() for rt in self.table}
@@ -103,6 +104,13 @@ class Store:
         with self.lock:
             history = self._history[rt]
             return history[-1].entry.rv if history else 0
+
+    def written(self, *resources: ResourceRef) -> tuple[int, ...]:
+        """The resourceVersion of the latest write to each resource (0: none), whatever watch history
+        was dropped: a component whose inputs show the same numbers as at its last pass has nothing new
+        to act on."""
+        with self.lock:
+            return tuple(self._written[self.resolve(resource)] for resource in resources)
 
     def resolve(self, resource: ResourceRef) -> ResourceType:
         return self.table.resolve(resource)
@@ -520,6 +528,7 @@ class Store:
     def _commit(self, rt: ResourceType, obj: dict[str, Any], event_type: str, old: Entry | None = None) -> Entry:
         """The single write path: next resourceVersion, store, history, notify watchers."""
         self._rv += 1
+        self._written[rt] = self._rv
         obj["metadata"]["resourceVersion"] = str(self._rv)
         entry = make_entry(rt, obj, self._rv)
         objects = self._objects[rt]

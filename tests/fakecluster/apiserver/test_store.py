@@ -136,3 +136,18 @@ def test_server_uses_a_store_passed_in(tmp_path: Any) -> None:
     store.load([pod("seeded")])
     with FakeApiServer(store=store) as server:
         assert server.store is store
+
+
+def test_written_gives_each_resources_latest_write_even_after_history_is_dropped() -> None:
+    store = Store()
+    assert store.written("pods", "nodes") == (0, 0)
+    store.load([pod("p")])
+    pods_at = store.written("pods")[0]
+    assert pods_at == store.resource_version and store.written("nodes") == (0,)
+    store.list("pods")
+    store.get("pods", "p", "default")
+    assert store.written("pods") == (pods_at,)  # reads are not writes
+    store.forget_history()
+    assert store.written("pods") == (pods_at,)
+    store.delete("pods", "p", "default", grace_period_seconds=0)
+    assert store.written("pods")[0] > pods_at
