@@ -1,8 +1,8 @@
 """Workload controllers and garbage collection: what keeps a cluster's pods coming back.
 
 Each controller has `step(now)`; a step reads the store, compares desired with actual and
-writes the difference, and is skipped when nothing it reads was written since its last pass. Simplified from kube-controller-manager: no rollouts, no expectations
-cache — one step converges.
+writes the difference, and is skipped when nothing it reads was written since its last pass.
+Simplified from kube-controller-manager: no rollouts, no expectations cache — one step converges.
 """
 
 from __future__ import annotations
