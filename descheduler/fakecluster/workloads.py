@@ -11,6 +11,7 @@ import copy
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 from descheduler.fakecluster.apiserver import ApiError, Store
@@ -73,23 +74,20 @@ def _write_status(store: Store, obj: Obj, status: dict[str, Any]) -> None:
 
 
 class _Inputs:
-    """The resources a level-triggered controller reads: `changed` says whether any was written since
-    the last pass that finished (`done`); an unchanged cluster gives the same decisions, so a pass
-    over it would write nothing."""
+    """The resources a level-triggered controller reads. An unchanged cluster gives the same decisions,
+    so a pass over it would write nothing: `run` skips the pass unless one of them was written since
+    the last pass finished (the pass's own writes included)."""
 
     def __init__(self, store: Store, *resources: str) -> None:
         self.store = store
         self.resources = resources
         self._done: tuple[int, ...] | None = None
-        self._seen: tuple[int, ...] = ()
 
-    def changed(self) -> bool:
-        self._seen = self.store.written(*self.resources)
-        return self._seen != self._done
-
-    def done(self) -> None:
-        """The pass that asked `changed` finished: its own writes are new to the next one."""
-        self._done = self._seen
+    def run(self, sync: Callable[[], None], *, anyway: bool = False) -> None:
+        seen = self.store.written(*self.resources)
+        if anyway or seen != self._done:
+            sync()
+            self._done = seen
 
 
 class ReplicaSetController:
@@ -107,9 +105,7 @@ class ReplicaSetController:
                 return name
 
     def step(self, now: float) -> None:
-        if self._inputs.changed():
-            self._sync()
-            self._inputs.done()
+        self._inputs.run(self._sync)
 
     def _sync(self) -> None:
         by_owner: dict[str, list[Obj]] = {}  # one listing, grouped by controller UID
@@ -168,9 +164,7 @@ class DeploymentController:
         self._inputs = _Inputs(store, "deployments.apps", "replicasets.apps")
 
     def step(self, now: float) -> None:
-        if self._inputs.changed():
-            self._sync()
-            self._inputs.done()
+        self._inputs.run(self._sync)
 
     def _sync(self) -> None:
         for deploy in _live(self.store, "deployments.apps"):
@@ -237,9 +231,7 @@ class StatefulSetController:
         self._inputs = _Inputs(store, "statefulsets.apps", "pods")
 
     def step(self, now: float) -> None:
-        if self._inputs.changed():
-            self._sync()
-            self._inputs.done()
+        self._inputs.run(self._sync)
 
     def _sync(self) -> None:
         for sts in _live(self.store, "statefulsets.apps"):
@@ -295,9 +287,7 @@ class GarbageCollector:
         self._inputs = _Inputs(store, *_OWNED_RESOURCES, *_OWNER_RESOURCES.values())
 
     def step(self, now: float) -> None:
-        if self._inputs.changed():
-            self._sync()
-            self._inputs.done()
+        self._inputs.run(self._sync)
 
     def _sync(self) -> None:
         uids: dict[str, dict[tuple[str, str], str]] = {}  # owner resource -> (namespace, name) -> uid
@@ -333,9 +323,7 @@ class PodGarbageCollector:
 
     def step(self, now: float) -> None:
         # Orphans waiting out their quarantine need a pass as time goes on, changed or not.
-        if self._inputs.changed() or self._missing_since:
-            self._sync(now)
-            self._inputs.done()
+        self._inputs.run(lambda: self._sync(now), anyway=bool(self._missing_since))
 
     def _sync(self, now: float) -> None:
         nodes = {node["metadata"]["name"] for node in self.store.list("nodes", shared=True)}
