@@ -24,9 +24,12 @@ LABEL org.opencontainers.image.title="descheduler" \
       org.opencontainers.image.version="0.1.0" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /opt/descheduler /opt/descheduler
+# The extender's compiled kernels (numba) are cached under /tmp, the one writable place (an
+# emptyDir in the manifests): compiled once per pod, before it reports ready.
 ENV PATH=/opt/descheduler/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1
+    PYTHONDONTWRITEBYTECODE=1 \
+    NUMBA_CACHE_DIR=/tmp/numba
 # 65532: the conventional "nonroot" uid/gid; numeric, so runAsNonRoot can verify it.
 USER 65532:65532
 # /metrics, /healthz and /readyz.

@@ -48,7 +48,7 @@ class FilterDecision:
         return passed
 
 
-class _Reasons:
+class Reasons:
     """Reasons in first-use order, one per distinct text; `mark` assigns first failures only."""
 
     def __init__(self, size: int) -> None:
@@ -109,13 +109,13 @@ def steering(pod: Pod, view: ClusterView) -> tuple[list[Reservation], list[Reser
 def filter_rows(pod: Pod, view: ClusterView, rows: IntArray) -> FilterDecision:
     """The extender's filter over table `rows`, in the order of scheduling-core.md §2."""
     owned, steer = steering(pod, view)
-    out = _Reasons(len(rows))
+    out = Reasons(len(rows))
     for stage in predicates.checks(pod, view, owned=owned).stages(rows):
         out.stage(stage, rows)
     return out.decision(_steer(steer, view.table, rows, out))
 
 
-def _steer(steer: Sequence[Reservation], table: NodeTable, rows: IntArray, out: _Reasons) -> int:
+def _steer(steer: Sequence[Reservation], table: NodeTable, rows: IntArray, out: Reasons) -> int:
     """A pod that owns an Available Reservation on a node that passed goes there and nowhere else;
     returns the reason the other nodes get (-1 when the pod was not steered)."""
     if not steer:

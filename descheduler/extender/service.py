@@ -32,8 +32,7 @@ import numpy as np
 
 from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
-from descheduler.extender import protocol
-from descheduler.extender.decisions import extender_scores, filter_rows
+from descheduler.extender import kernels, protocol
 from descheduler.extender.names import passed_names
 from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationWriter
@@ -263,7 +262,7 @@ class Extender:
         request, state, candidates = self._prepare(body, seen=False)
         with state.lock:
             state.asked_about(request.pod)
-            decision = filter_rows(request.pod, state.view, candidates.rows)
+            decision = state.shapes.filter(request.pod, state.view, candidates.rows)
         # Names the table does not know pass (as a node without metrics does), unless the pod was
         # steered to its Reservation: then every other node is refused.
         passed = np.full(candidates.size, decision.steered < 0, dtype=np.bool_)
@@ -296,20 +295,20 @@ class Extender:
         request, state, candidates = self._prepare(body, seen=True)
         with state.lock:
             state.asked_about(request.pod)
-            node_scores = extender_scores(request.pod, state.view, candidates.rows)
-        # Each HostPriority as two pre-encoded pieces, the host's and the score's: no bytes built per node.
+            node_scores = state.shapes.scores(request.pod, state.view, candidates.rows)
+        if not candidates.unknown:
+            return kernels.host_priorities(
+                state.quoted_bytes, state.quoted_offsets, candidates.rows, node_scores
+            ).tobytes()
+        # Names the table lacks score 0 in their places: each HostPriority as two pre-encoded pieces.
+        assert candidates.positions is not None
         pieces = np.empty(2 * candidates.size, dtype=object)
-        if candidates.unknown:
-            assert candidates.positions is not None
-            hosts, scored = pieces[0::2], pieces[1::2]
-            hosts[candidates.positions] = state.hosts.take(candidates.rows)
-            scored[candidates.positions] = state.scored.take(node_scores)
-            for position, quoted in candidates.unknown:
-                hosts[position], scored[position] = b'{"Host":' + quoted + b',"Score":', state.scored[0]
-        else:
-            pieces[0::2] = state.hosts.take(candidates.rows)
-            pieces[1::2] = state.scored.take(node_scores)
-        return b"[" + b"".join(pieces.tolist())[:-1] + b"]" if candidates.size else b"[]"
+        hosts, scored = pieces[0::2], pieces[1::2]
+        hosts[candidates.positions] = state.hosts.take(candidates.rows)
+        scored[candidates.positions] = state.scored.take(node_scores)
+        for position, quoted in candidates.unknown:
+            hosts[position], scored[position] = b'{"Host":' + quoted + b',"Score":', state.scored[0]
+        return b"[" + b"".join(pieces.tolist())[:-1] + b"]"
 
     def bind(self, body: bytes) -> bytes:
         """An ExtenderBindingArgs body in, an ExtenderBindingResult body out: the pod's Reservation is
@@ -345,6 +344,7 @@ class Extender:
             if state is not None:
                 with state.lock:
                     state.table.leaving.add(uid)
+                    state.shapes.all_changed()
 
     def _wrote_reservation(self, raw: dict[str, object]) -> None:
         """The bind verb consumed or failed a Reservation: the state stops counting its room at once."""

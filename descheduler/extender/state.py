@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from descheduler.extender.names import NameIndex, NameSpans
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
+from descheduler.extender.shapes import Shapes
 from descheduler.model import MigrationJob, Pod, Reservation
 from descheduler.scheduling.table import (
     IntArray,
@@ -71,8 +72,12 @@ class ClusterState:
         self.keyed: ObjectArray = _objects([b"," + q + b":" for q in quoted])
         self.hosts: ObjectArray = _objects([b'{"Host":' + q + b',"Score":' for q in quoted])
         self.scored: ObjectArray = _objects([str(s).encode() + b"}," for s in range(MAX_EXTENDER_PRIORITY + 1)])
+        # The quoted names back to back, for `kernels.host_priorities`.
+        self.quoted_bytes = np.frombuffer(b"".join(quoted), dtype=np.uint8)
+        self.quoted_offsets = np.cumsum([0, *map(len, quoted)], dtype=np.int64)
         self._candidates: OrderedDict[tuple[int, bytes, bytes], tuple[bytes, Candidates]] = OrderedDict()
         self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
+        self.shapes = Shapes()  # answers kept per pod shape; every change to the view or table is told to it
 
     def candidates(self, names_raw: bytes, names: list[str] | None, *, seen: bool = True) -> Candidates | None:
         """Rows for a NodeNames array: from the cache when these exact bytes were seen (looked up only
@@ -193,6 +198,7 @@ class AssumedPods:
 def _place(state: ClusterState, pod: Pod, node: str) -> None:
     if node in state.table.index and pod.key not in state.view.location:
         state.view.place(pod, node)
+        state.shapes.row_changed(state.table.index[node])
 
 
 def apply_reservation(state: ClusterState, name: str, new: Reservation | None) -> bool:
@@ -204,6 +210,7 @@ def apply_reservation(state: ClusterState, name: str, new: Reservation | None) -
     old = next((r for r in snapshot.reservations if r.name == name), None)
     if old == new:
         return False
+    state.shapes.all_changed()
     kept = tuple(r for r in snapshot.reservations if r.name != name)
     after = kept if new is None else (*kept, new)
     touched = {r.node_name for r in (old, new) if r is not None}

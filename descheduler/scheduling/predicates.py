@@ -347,13 +347,10 @@ def _term_namespaces(owner_namespace: str, term: PodAffinityTerm, snapshot: Snap
     return set(term.namespaces) or {owner_namespace}
 
 
-def _guards(view: ClusterView) -> list[Pod]:
-    """Pods with a required anti-affinity (computed once per table)."""
-    table = view.table
-    found: list[Pod] | None = table.derived.get("anti-affinity pods")
-    if found is None:
-        found = table.derived["anti-affinity pods"] = [p for p in table.snapshot.pods if p.anti_affinity]
-    return found
+def inter_pod(pod: Pod, view: ClusterView) -> bool:
+    """Whether the pod's answer depends on where other pods run: it has required anti-affinity, or a
+    placed pod has one (whose selector may pick it)."""
+    return bool(pod.anti_affinity or view.table.guards())
 
 
 def _guarded(pod: Pod, view: ClusterView) -> dict[tuple[str, str], str]:
@@ -361,7 +358,7 @@ def _guarded(pod: Pod, view: ClusterView) -> dict[tuple[str, str], str]:
     snapshot = view.table.snapshot
     by_name = snapshot.node_by_name
     out: dict[tuple[str, str], str] = {}
-    for other in _guards(view):
+    for other in view.table.guards():
         if other.key == pod.key or other.terminal:
             continue
         node = view.node_of(other)
@@ -721,6 +718,6 @@ def checks(pod: Pod, view: ClusterView, *, node_fit: bool = True, owned: Sequenc
         if any(table.taint_groups):
             taints = untolerated_taints(pod, table)
         fit = fit_check(pod, view, owned)
-        if pod.anti_affinity or _guards(view):
+        if inter_pod(pod, view):
             anti = anti_affinity_check(pod, view)
     return Checks(pod, view, selector, taints, fit, anti, load_check(pod, view, owned))

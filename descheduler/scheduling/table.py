@@ -7,6 +7,7 @@ on top of it.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
@@ -95,6 +96,9 @@ def covered_by_reservation(target: str, pod: Pod, reservations: Iterable[Reserva
     return any(r.holds_room and r.node_name == target and r.owned_by(pod) for r in reservations)
 
 
+_PER_NODE_LISTS = frozenset({"names", "metric_age"})  # NodeTable's per-node fields that are lists
+
+
 @dataclass(slots=True)
 class NodeTable:
     """Per-node arrays for vectorised predicates, load checks and scores."""
@@ -131,12 +135,39 @@ class NodeTable:
     leaving: set[str] = field(default_factory=set)
     _labels: dict[str, dict[str, list[int]]] | None = None
     _running: frozenset[str] | None = None
+    _guards: list[Pod] | None = None
     # Arrays derived from the node arrays alone (never from a view), computed once per table.
     derived: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def size(self) -> int:
         return len(self.names)
+
+    def subset(self, rows: IntArray) -> NodeTable:
+        """A table of just these rows, in this order, over the same snapshot, arguments and pods: what
+        the predicates and scores say of its row i they say of this table's row rows[i], for a pod
+        whose answer on a node does not look at other nodes (no Reservation of its own elsewhere, no
+        inter-pod anti-affinity in play: `extender.shapes.shape_key`). Every field that holds one
+        entry per node is cut down (each array of length `size`, each per-node list); the label
+        index and derived arrays are built afresh, the rest is shared."""
+        picked = rows.tolist()
+        cut: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == self.size:
+                cut[f.name] = value[rows]  # not take(axis=0): it copies a column-major matrix whole first
+            elif f.name in _PER_NODE_LISTS:
+                cut[f.name] = [value[row] for row in picked]
+        names = cut["names"]
+        # The pods found once per snapshot are found here, for the subset to share.
+        cut.update(index={name: i for i, name in enumerate(names)}, _labels=None, derived={}, _guards=self.guards())
+        return dataclasses.replace(self, **cut)
+
+    def guards(self) -> list[Pod]:
+        """The snapshot's pods with a required anti-affinity (found once per snapshot)."""
+        if self._guards is None:
+            self._guards = [p for p in self.snapshot.pods if p.anti_affinity]
+        return self._guards
 
     def running(self, uid: str) -> bool:
         """Whether the pod with this UID is in the snapshot, not terminating and not finished."""

@@ -39,6 +39,15 @@ class ClusterView:
         other.location = dict(self.location)
         return other
 
+    def subset(self, rows: IntArray) -> ClusterView:
+        """The view of `table.subset(rows)`: row i is this view's row rows[i]."""
+        other = ClusterView.__new__(ClusterView)
+        other.table = self.table.subset(rows)
+        for name in ("requested", "usage", "prod_usage", "estimated", "prod_estimated", "aggregated"):
+            setattr(other, name, getattr(self, name)[rows])
+        other.location = self.location
+        return other
+
     def node_of(self, pod: Pod) -> str:
         return self.location.get(pod.key, pod.node_name)
 

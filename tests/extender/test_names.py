@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from descheduler.extender import Extender, SnapshotFileSource
+from descheduler.extender import Extender, SnapshotFileSource, kernels
 from descheduler.extender.names import NameIndex, passed_names
 from tests.builders import loaded_node, node
 
@@ -71,10 +71,10 @@ def test_anything_but_a_compact_array_of_known_names_is_left_to_the_slow_path(ra
 
 
 def test_a_name_json_writes_with_escapes_is_found_only_by_the_slow_path() -> None:
-    table = ["plain", 'quo"te', "back\\slash", "comma,name"]
+    table = ["plain", "comma,name", 'quo"te', "back\\slash"]
     index = NameIndex(table)
-    assert index.locate(compact(["plain"])) is not None
-    for name in table[1:]:
+    assert index.locate(compact(["plain", "comma,name"])) is not None
+    for name in table[2:]:
         assert index.locate(compact(["plain", name])) is None
 
 
@@ -275,7 +275,19 @@ def test_numbered_names_spread_over_the_table_without_growing_it(pattern: str) -
     """Names that differ in a few bytes must not crowd into the same slots: the table stays a quarter full."""
     names = [pattern.format(i) for i in range(5000)]
     index = NameIndex(names)
-    assert index.slot_row.size <= 4 * 8192
+    assert index.slots.size <= 4 * 8192
     raw = compact(names[::-1])
     located = index.locate(raw)
     assert located is not None and located.rows.tolist() == list(range(4999, -1, -1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(TABLE) - 1), st.integers(0, 10)), max_size=30))
+def test_a_host_priority_list_is_written_as_json_would_write_it(pairs: list[tuple[int, int]]) -> None:
+    kernels.load()
+    quoted = [msgspec.json.encode(name) for name in TABLE]
+    offsets = np.cumsum([0, *map(len, quoted)], dtype=np.int64)
+    rows = np.array([row for row, _ in pairs], dtype=np.int64)
+    scores = np.array([score for _, score in pairs], dtype=np.int64)
+    out = kernels.host_priorities(np.frombuffer(b"".join(quoted), dtype=np.uint8), offsets, rows, scores).tobytes()
+    assert out == msgspec.json.encode([{"Host": TABLE[row], "Score": score} for row, score in pairs])

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from descheduler.extender.decisions import STEERED, _Reasons
+from descheduler.extender.decisions import STEERED, Reasons
 from descheduler.refusal import Refusal
 from descheduler.scheduling.predicates import Stage
 
@@ -18,7 +18,7 @@ def _refusal(row: int) -> Refusal:
 
 def _grouped_by_unique(failed: np.ndarray, keys: np.ndarray, rows: np.ndarray) -> tuple[list[int], list[str]]:
     """The grouping as np.unique makes it."""
-    out = _Reasons(rows.size)
+    out = Reasons(rows.size)
     where = np.flatnonzero(failed)
     if where.size:
         _, first, inverse = np.unique(keys[where], return_index=True, return_inverse=True)
@@ -45,6 +45,6 @@ def test_rows_are_grouped_as_np_unique_groups_them(keys: np.ndarray, data: st.Da
     failed = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=np.bool_)
     rows = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
     stage = Stage(failed, lambda positions: keys[positions], _refusal)
-    out = _Reasons(n)
+    out = Reasons(n)
     out.stage(stage, rows)
     assert (out.reason.tolist(), out.texts) == _grouped_by_unique(failed, keys, rows)
