@@ -195,67 +195,69 @@ def locate(
 
 
 @_compiled
-def select_names(raw: ByteArray, starts: IntArray, ends: IntArray, passed: BoolArray) -> ByteArray:
-    """The JSON array of the names where `passed`, quoted as in `raw`, in their order."""
-    size = 2
-    for i in range(starts.size):
-        if passed[i]:
-            size += ends[i] - starts[i] + 3
-    out = np.empty(max(size - 1, 2), np.uint8)
-    out[0] = 91
-    p = 1
-    for i in range(starts.size):
-        if passed[i]:
-            if p > 1:
-                out[p] = 44
-                p += 1
-            out[p] = 34
-            p += 1
-            for k in range(starts[i], ends[i]):
-                out[p] = raw[k]
-                p += 1
-            out[p] = 34
-            p += 1
-    out[p] = 93
-    return out
+def _copy(out: WordArray, at: int, source: WordArray, start: int, length: int) -> None:
+    """Bytes [start, start + length) of `source` to `at` of `out`, 8 at a time: up to 7 bytes after
+    them are written too (the next write or the padding takes them)."""
+    k = 0
+    while k < length:
+        out[at + k] = source[start + k]
+        k += 8
 
 
-_HOST = np.frombuffer(b'{"Host":', dtype=np.uint8)
-_SCORE = np.frombuffer(b',"Score":', dtype=np.uint8)
+_OPEN, _CLOSE = np.uint64(ord("[")), np.uint64(ord("]"))
 
 
 @_compiled
-def host_priorities(quoted: ByteArray, offsets: IntArray, rows: IntArray, scores: IntArray) -> ByteArray:
-    """A HostPriorityList, `[{"Host":"name","Score":7},...]`: row r's JSON-quoted name is
-    quoted[offsets[r]:offsets[r+1]]; scores are 0-99."""
-    size = 2
-    for i in range(rows.size):
-        size += offsets[rows[i] + 1] - offsets[rows[i]] + 21
-    out = np.empty(size, np.uint8)
-    out[0] = 91
+def select_names(raw: WordArray, starts: IntArray, ends: IntArray, passed: BoolArray, out: WordArray) -> int:
+    """Into `out` (a words view of at least as many bytes as the array): the compact JSON array of
+    the names where `passed`, copied with their quotes and the byte after them from the array whose
+    words are `raw`; returns its length (-1: `out` is too short)."""
+    out[0] = _OPEN
+    p = 1
+    for i in range(starts.size):
+        if passed[i]:
+            length = ends[i] - starts[i] + 3  # "name" and the comma (or bracket) after it
+            if p + length >= out.size:
+                return -1  # `out` is too short: no write past it
+            _copy(out, p, raw, starts[i] - 1, length)
+            p += length
+    if p == 1:
+        p = 2
+    out[p - 1] = _CLOSE  # over the last comma
+    return p
+
+
+@_compiled
+def host_priorities(prefixes: WordArray, offsets: IntArray, rows: IntArray, scores: IntArray, out: WordArray) -> int:
+    """Into `out` (a words view of at least rows × (longest prefix + 4) + 2 bytes): the HostPriorityList
+    `[{"Host":"name","Score":7},...]`, row r's `{"Host":"name","Score":` being bytes
+    offsets[r]:offsets[r+1] of `prefixes`; scores are 0-10. Returns its length (-1: `out` is too short)."""
+    out[0] = _OPEN
     p = 1
     for i in range(rows.size):
-        if i:
-            out[p] = 44
-            p += 1
-        for k in range(_HOST.size):
-            out[p] = _HOST[k]
-            p += 1
-        for k in range(offsets[rows[i]], offsets[rows[i] + 1]):
-            out[p] = quoted[k]
-            p += 1
-        for k in range(_SCORE.size):
-            out[p] = _SCORE[k]
-            p += 1
+        a = offsets[rows[i]]
+        length = offsets[rows[i] + 1] - a
+        if p + length + 4 >= out.size:
+            return -1  # `out` is too short: no write past it
+        _copy(out, p, prefixes, a, length)
+        p += length
         score = scores[i]
-        if score >= 10:
-            out[p] = 48 + score // 10
-            p += 1
-        out[p] = 48 + score % 10
-        out[p + 1] = 125  # }
-        p += 2
-    out[p] = 93
-    return out[: p + 1]
+        if score >= 10:  # "10},"
+            out[p] = np.uint64(0x2C7D3031)
+            p += 4
+        else:  # "7},"
+            out[p] = np.uint64(0x2C7D30) + np.uint64(score)
+            p += 3
+    if p == 1:
+        p = 2
+    out[p - 1] = _CLOSE
+    return p
+
+
+def output(size: int) -> tuple[bytearray, WordArray]:
+    """A zeroed buffer of `size` bytes and padding, and the words view a kernel writes through."""
+    buffer = bytearray(size + PADDING)
+    return buffer, np.ndarray((size + PADDING - 7,), dtype="<u8", buffer=buffer, strides=(1,))
 
 
 def _warm() -> None:
@@ -265,5 +267,5 @@ def _warm() -> None:
     slots = build_slots(index, offsets, np.ones(1, dtype=np.bool_), 4)
     raw = b'["ab"]'
     _, rows, starts, ends = locate(np.frombuffer(raw, dtype=np.uint8), words_view(raw), index, offsets, slots, 2)
-    select_names(np.frombuffer(raw, dtype=np.uint8), starts, ends, np.ones(1, dtype=np.bool_))
-    host_priorities(np.frombuffer(b'"ab"', dtype=np.uint8), np.array([0, 4], dtype=np.int64), rows, rows)
+    select_names(words_view(raw), starts, ends, np.ones(1, dtype=np.bool_), output(len(raw))[1])
+    host_priorities(words_view(b"ab"), offsets, rows, rows, output(16)[1])

@@ -82,4 +82,7 @@ def passed_names(raw: bytes, spans: NameSpans, passed: npt.NDArray[np.bool_]) ->
     """The names of a compact NodeNames array where `passed`, as a JSON array in request order."""
     if bool(passed.all()):
         return raw
-    return kernels.select_names(np.frombuffer(raw, dtype=np.uint8), spans.starts, spans.ends, passed).tobytes()
+    buffer, words = kernels.output(len(raw))
+    size = kernels.select_names(kernels.words_view(raw), spans.starts, spans.ends, passed, words)
+    assert size >= 0, "the answer is never longer than the request"
+    return bytes(memoryview(buffer)[:size])

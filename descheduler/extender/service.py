@@ -32,7 +32,7 @@ import numpy as np
 
 from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
-from descheduler.extender import kernels, protocol
+from descheduler.extender import protocol
 from descheduler.extender.names import passed_names
 from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationWriter
@@ -297,9 +297,7 @@ class Extender:
             state.asked_about(request.pod)
             node_scores = state.shapes.scores(request.pod, state.view, candidates.rows)
         if not candidates.unknown:
-            return kernels.host_priorities(
-                state.quoted_bytes, state.quoted_offsets, candidates.rows, node_scores
-            ).tobytes()
+            return state.host_priorities(candidates.rows, node_scores)
         # Names the table lacks score 0 in their places: each HostPriority as two pre-encoded pieces.
         assert candidates.positions is not None
         pieces = np.empty(2 * candidates.size, dtype=object)

@@ -22,6 +22,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from descheduler.extender import kernels
 from descheduler.extender.names import NameIndex, NameSpans
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
 from descheduler.extender.shapes import Shapes
@@ -72,9 +73,11 @@ class ClusterState:
         self.keyed: ObjectArray = _objects([b"," + q + b":" for q in quoted])
         self.hosts: ObjectArray = _objects([b'{"Host":' + q + b',"Score":' for q in quoted])
         self.scored: ObjectArray = _objects([str(s).encode() + b"}," for s in range(MAX_EXTENDER_PRIORITY + 1)])
-        # The quoted names back to back, for `kernels.host_priorities`.
-        self.quoted_bytes = np.frombuffer(b"".join(quoted), dtype=np.uint8)
-        self.quoted_offsets = np.cumsum([0, *map(len, quoted)], dtype=np.int64)
+        # Each HostPriority up to its score, back to back, for `kernels.host_priorities`.
+        prefixes = [b'{"Host":' + q + b',"Score":' for q in quoted]
+        self.prefixes = kernels.words_view(b"".join(prefixes))
+        self.prefix_offsets = np.cumsum([0, *map(len, prefixes)], dtype=np.int64)
+        self.longest_prefix = max(map(len, prefixes), default=0)
         self._candidates: OrderedDict[tuple[int, bytes, bytes], tuple[bytes, Candidates]] = OrderedDict()
         self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
         self.shapes = Shapes()  # answers kept per pod shape; every change to the view or table is told to it
@@ -122,6 +125,13 @@ class ClusterState:
             self._candidates.move_to_end(key)
             while len(self._candidates) > CANDIDATE_CACHE_SIZE:
                 self._candidates.popitem(last=False)
+
+    def host_priorities(self, rows: IntArray, scores: IntArray) -> bytes:
+        """The HostPriorityList of these rows (all known names) with these scores."""
+        buffer, out = kernels.output(rows.size * (self.longest_prefix + 4) + 2)
+        size = kernels.host_priorities(self.prefixes, self.prefix_offsets, rows, scores, out)
+        assert size >= 0, "sized for the longest entry"
+        return bytes(memoryview(buffer)[:size])
 
     def asked_about(self, pod: Pod) -> None:
         """Bound the table's per-pod load cache for pods that are not in the snapshot (one per request)."""

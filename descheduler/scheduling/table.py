@@ -96,6 +96,7 @@ def covered_by_reservation(target: str, pod: Pod, reservations: Iterable[Reserva
     return any(r.holds_room and r.node_name == target and r.owned_by(pod) for r in reservations)
 
 
+SHAPED_LOADS = 4096  # loads kept per pod shape (requests, limits, prod) for pods outside the snapshot
 _PER_NODE_LISTS = frozenset({"names", "metric_age"})  # NodeTable's per-node fields that are lists
 
 
@@ -128,6 +129,7 @@ class NodeTable:
     taint_group: npt.NDArray[np.int32]
     taint_groups: list[tuple[Taint, ...]]
     pod_loads: dict[str, PodLoad] = field(default_factory=dict)
+    shaped_loads: dict[Hashable, PodLoad] = field(default_factory=dict)  # see `_pod_load`
     pod_rows: Mapping[str, int] = field(default_factory=dict)  # key -> row of `pods`, for the pods the sums count
     pods: PodMatrix | None = None
     # UIDs of pods known to be leaving (terminating or gone) that the snapshot still shows running:
@@ -464,7 +466,17 @@ def _estimate_matrix(table: NodeTable, requests: IntArray, limits: IntArray) -> 
 def _pod_load(table: NodeTable, pod: Pod) -> PodLoad:
     row = table.pod_rows.get(pod.key)
     if row is None or table.pods is None:
-        return one_pod_load(table, pod)
+        if pod.key in table.snapshot.pod_usage:
+            return one_pod_load(table, pod)
+        # Without usage of its own a pod's load is a function of these: pods of one workload share it.
+        shape = (tuple(pod.requests.items()), tuple(pod.limits.items()), is_prod(pod))
+        found = table.shaped_loads.get(shape)
+        if found is None:
+            found = one_pod_load(table, pod)
+            if len(table.shaped_loads) >= SHAPED_LOADS:
+                table.shaped_loads.clear()
+            table.shaped_loads[shape] = found
+        return found
     matrix, i = table.pods, row
     return PodLoad(
         requests=matrix.requests[i],

@@ -285,9 +285,10 @@ def test_numbered_names_spread_over_the_table_without_growing_it(pattern: str) -
 @given(st.lists(st.tuples(st.integers(0, len(TABLE) - 1), st.integers(0, 10)), max_size=30))
 def test_a_host_priority_list_is_written_as_json_would_write_it(pairs: list[tuple[int, int]]) -> None:
     kernels.load()
-    quoted = [msgspec.json.encode(name) for name in TABLE]
-    offsets = np.cumsum([0, *map(len, quoted)], dtype=np.int64)
+    prefixes = [b'{"Host":' + msgspec.json.encode(name) + b',"Score":' for name in TABLE]
+    offsets = np.cumsum([0, *map(len, prefixes)], dtype=np.int64)
     rows = np.array([row for row, _ in pairs], dtype=np.int64)
     scores = np.array([score for _, score in pairs], dtype=np.int64)
-    out = kernels.host_priorities(np.frombuffer(b"".join(quoted), dtype=np.uint8), offsets, rows, scores).tobytes()
-    assert out == msgspec.json.encode([{"Host": TABLE[row], "Score": score} for row, score in pairs])
+    buffer, out = kernels.output(rows.size * (max(map(len, prefixes)) + 4) + 2)
+    size = kernels.host_priorities(kernels.words_view(b"".join(prefixes)), offsets, rows, scores, out)
+    assert bytes(buffer[:size]) == msgspec.json.encode([{"Host": TABLE[row], "Score": score} for row, score in pairs])

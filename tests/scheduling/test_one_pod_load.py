@@ -70,3 +70,42 @@ def test_a_pod_the_snapshot_counts_reads_its_row_of_the_table() -> None:
     node = Node(name="n", allocatable=Resources({"cpu": 4000, "memory": 2**33, "pods": 110}))
     table = build_table(Snapshot.build(now=NOW, nodes=[node], pods=[pod]), SchedulingArgs())
     assert table.load_of(pod).requests.tolist() == pod_matrix(table, [pod]).requests[0].tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pods=st.lists(
+        st.tuples(
+            st.sampled_from([{}, {"cpu": 500}, {"cpu": 500, "memory": 2**30}]),
+            st.sampled_from([{}, {"cpu": 1000}]),
+            st.sampled_from([None, 5000, 9500]),  # no band, batch, prod
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_pods_outside_the_snapshot_each_get_the_load_of_their_own_maps(
+    pods: list[tuple[dict[str, int], dict[str, int], int | None, bool]],
+) -> None:
+    """`load_of` keeps one load per (requests, limits, prod) for pods with no usage of their own:
+    asked in any order, each pod gets what `one_pod_load` computes for it alone."""
+    made = [
+        Pod(namespace="ns", name=f"p{i}", requests=Resources(r), limits=Resources(lim), priority=priority)
+        for i, (r, lim, priority, _) in enumerate(pods)
+    ]
+    readings = [
+        PodUsage(namespace="ns", name=f"p{i}", timestamp=NOW, usage=Resources({"cpu": 7 * i}), source="test")
+        for i, (*_, measured) in enumerate(pods)
+        if measured
+    ]
+    node = Node(name="n", allocatable=Resources({"cpu": 4000, "memory": 2**33, "pods": 110}))
+    table = build_table(Snapshot.build(now=NOW, nodes=[node], pods=[], pod_usage=readings), SchedulingArgs())
+    for pod in made:
+        mine, alone = table.load_of(pod), one_pod_load(table, pod)
+        assert (mine.requests.tolist(), mine.usage.tolist(), mine.estimate.tolist()) == (
+            alone.requests.tolist(),
+            alone.usage.tolist(),
+            alone.estimate.tolist(),
+        )
+        assert (mine.has_metric, mine.prod) == (alone.has_metric, alone.prod)
