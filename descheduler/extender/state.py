@@ -71,13 +71,13 @@ class ClusterState:
         # then each score with the end of its HostPriority and the comma after it.
         self.quoted: ObjectArray = _objects(quoted)
         self.keyed: ObjectArray = _objects([b"," + q + b":" for q in quoted])
-        self.hosts: ObjectArray = _objects([b'{"Host":' + q + b',"Score":' for q in quoted])
+        hosts = [b'{"Host":' + q + b',"Score":' for q in quoted]
+        self.hosts: ObjectArray = _objects(hosts)
         self.scored: ObjectArray = _objects([str(s).encode() + b"}," for s in range(MAX_EXTENDER_PRIORITY + 1)])
-        # Each HostPriority up to its score, back to back, for `kernels.host_priorities`.
-        prefixes = [b'{"Host":' + q + b',"Score":' for q in quoted]
-        self.prefixes = kernels.words_view(b"".join(prefixes))
-        self.prefix_offsets = np.cumsum([0, *map(len, prefixes)], dtype=np.int64)
-        self.longest_prefix = max(map(len, prefixes), default=0)
+        # The same HostPriority pieces back to back, for `kernels.host_priorities`.
+        self.prefixes = kernels.words_view(b"".join(hosts))
+        self.prefix_offsets = np.cumsum([0, *map(len, hosts)], dtype=np.int64)
+        self.longest_prefix = max(map(len, hosts), default=0)
         self._candidates: OrderedDict[tuple[int, bytes, bytes], tuple[bytes, Candidates]] = OrderedDict()
         self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
         self.shapes = Shapes()  # answers kept per pod shape; every change to the view or table is told to it
