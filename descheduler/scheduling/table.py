@@ -97,7 +97,25 @@ def covered_by_reservation(target: str, pod: Pod, reservations: Iterable[Reserva
 
 
 SHAPED_LOADS = 4096  # loads kept per pod shape (requests, limits, prod) for pods outside the snapshot
-_PER_NODE_LISTS = frozenset({"names", "metric_age"})  # NodeTable's per-node fields that are lists
+# NodeTable's fields that hold one entry per node (`subset` cuts them down; a test holds the list whole).
+PER_NODE_ARRAYS = (
+    "alloc",
+    "requested",
+    "reserved",
+    "usage",
+    "prod_usage",
+    "estimated",
+    "prod_estimated",
+    "aggregated",
+    "has_aggregated",
+    "metric",
+    "schedulable",
+    "thresholds",
+    "prod_thresholds",
+    "aggregated_thresholds",
+    "taint_group",
+)
+PER_NODE_LISTS = ("names", "metric_age")
 
 
 @dataclass(slots=True)
@@ -149,21 +167,17 @@ class NodeTable:
         """A table of just these rows, in this order, over the same snapshot, arguments and pods: what
         the predicates and scores say of its row i they say of this table's row rows[i], for a pod
         whose answer on a node does not look at other nodes (no Reservation of its own elsewhere, no
-        inter-pod anti-affinity in play: `extender.shapes.shape_key`). Every field that holds one
-        entry per node is cut down (each array of length `size`, each per-node list); the label
-        index and derived arrays are built afresh, the rest is shared."""
+        inter-pod anti-affinity in play: `extender.shapes.shape_key`). The fields that hold one entry
+        per node are cut down; the label index and derived arrays are built afresh, the rest is shared."""
+        # Not take(axis=0): on a column-major matrix it copies the whole matrix first.
+        cut: dict[str, Any] = {name: getattr(self, name)[rows] for name in PER_NODE_ARRAYS}
         picked = rows.tolist()
-        cut: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == self.size:
-                cut[f.name] = value[rows]  # not take(axis=0): it copies a column-major matrix whole first
-            elif f.name in _PER_NODE_LISTS:
-                cut[f.name] = [value[row] for row in picked]
-        names = cut["names"]
+        for name in PER_NODE_LISTS:
+            values = getattr(self, name)
+            cut[name] = [values[row] for row in picked]
+        index = {name: i for i, name in enumerate(cut["names"])}
         # The pods found once per snapshot are found here, for the subset to share.
-        cut.update(index={name: i for i, name in enumerate(names)}, _labels=None, derived={}, _guards=self.guards())
-        return dataclasses.replace(self, **cut)
+        return dataclasses.replace(self, **cut, index=index, _labels=None, derived={}, _guards=self.guards())
 
     def guards(self) -> list[Pod]:
         """The snapshot's pods with a required anti-affinity (found once per snapshot)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from descheduler.extender.shapes import shape_key
 from descheduler.extender.state import ClusterState
 from descheduler.model import Pod
 from descheduler.scheduling import ClusterView, build_table
+from descheduler.scheduling.table import PER_NODE_ARRAYS, PER_NODE_LISTS
 from tests.builders import node, pod, snapshot
 
 from .conftest import scheduling_args, write_snapshot
@@ -162,3 +164,19 @@ def test_a_view_of_some_rows_answers_for_them_as_the_whole_view_does(
     at = np.arange(rows.size, dtype=np.int64)
     assert per_row(filter_rows(incoming, part, at)) == per_row(filter_rows(incoming, view, rows))
     assert extender_scores(incoming, part, at).tolist() == extender_scores(incoming, view, rows).tolist()
+
+
+def test_a_subset_cuts_down_every_field_that_holds_one_entry_per_node() -> None:
+    """NodeTable.PER_NODE_* must name every per-node field, or a subset would answer from other rows."""
+    objs = [
+        node(f"n{i}", labels={"zone": "a"}, taints=[{"key": "k", "effect": "NoSchedule"}] * (i % 2)) for i in range(5)
+    ]
+    table = build_table(snapshot(objs), scheduling_args())
+    assert table.size != len(table.resources)
+    per_node = {
+        f.name
+        for f in dataclasses.fields(table)
+        if (isinstance(v := getattr(table, f.name), np.ndarray) and v.ndim and v.shape[0] == table.size)
+        or (isinstance(v, list) and len(v) == table.size and f.name != "taint_groups")
+    }
+    assert per_node == set(PER_NODE_ARRAYS) | set(PER_NODE_LISTS)
