@@ -231,7 +231,8 @@ def select_names(raw: WordArray, starts: IntArray, ends: IntArray, passed: BoolA
 def host_priorities(prefixes: WordArray, offsets: IntArray, rows: IntArray, scores: IntArray, out: WordArray) -> int:
     """Into `out` (a words view of at least rows × (longest prefix + 4) + 2 bytes): the HostPriorityList
     `[{"Host":"name","Score":7},...]`, row r's `{"Host":"name","Score":` being bytes
-    offsets[r]:offsets[r+1] of `prefixes`; scores are 0-10. Returns its length (-1: `out` is too short)."""
+    offsets[r]:offsets[r+1] of `prefixes`. Returns its length; -1 when `out` is too short or a score is
+    not 0-10 (the extender range)."""
     out[0] = _OPEN
     p = 1
     for i in range(rows.size):
@@ -242,7 +243,9 @@ def host_priorities(prefixes: WordArray, offsets: IntArray, rows: IntArray, scor
         _copy(out, p, prefixes, a, length)
         p += length
         score = scores[i]
-        if score >= 10:  # "10},"
+        if score < 0 or score > 10:
+            return -1
+        if score == 10:  # "10},"
             out[p] = np.uint64(0x2C7D3031)
             p += 4
         else:  # "7},"

@@ -130,7 +130,7 @@ class ClusterState:
         """The HostPriorityList of these rows (all known names) with these scores."""
         buffer, out = kernels.output(rows.size * (self.longest_prefix + 4) + 2)
         size = kernels.host_priorities(self.prefixes, self.prefix_offsets, rows, scores, out)
-        assert size >= 0, "sized for the longest entry"
+        assert size >= 0, "sized for the longest entry, scores 0-10"
         return bytes(memoryview(buffer)[:size])
 
     def asked_about(self, pod: Pod) -> None:

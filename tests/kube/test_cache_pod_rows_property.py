@@ -20,6 +20,7 @@ from descheduler.model import LABEL_PRIORITY_CLASS, Node, NodeUsage, OwnerRef, P
 from descheduler.policy import SchedulingArgs
 from descheduler.resources import Resources
 from descheduler.scheduling import NodeTable, build_table
+from descheduler.scheduling.table import PER_NODE_ARRAYS
 from descheduler.snapshot import Snapshot
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -90,23 +91,7 @@ def assert_same_table(got: NodeTable, want: NodeTable) -> None:
     """Every array and index of two node tables, exactly; each counted pod's row by key."""
     for name in ("names", "index", "resources", "column", "measured", "metric_age", "taint_groups"):
         assert getattr(got, name) == getattr(want, name), name
-    for name in (
-        "alloc",
-        "requested",
-        "reserved",
-        "usage",
-        "prod_usage",
-        "estimated",
-        "prod_estimated",
-        "aggregated",
-        "has_aggregated",
-        "metric",
-        "schedulable",
-        "thresholds",
-        "prod_thresholds",
-        "aggregated_thresholds",
-        "taint_group",
-    ):
+    for name in PER_NODE_ARRAYS:
         mine, theirs = getattr(got, name), getattr(want, name)
         assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs), name
     assert set(got.pod_rows) == set(want.pod_rows)
