@@ -29,15 +29,16 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from benchmarks.cluster import generated_snapshot
 from descheduler import metrics
-from descheduler.decode import RawPod, convert, pod_from_raw
+from descheduler.decode import RawPod, Refit, convert, pod_from_raw
 from descheduler.extender import Extender, ExtenderServer, HostPriority, RefreshTiming
 from descheduler.extender.sources import BindingHook, LeavingHook, ReservationHook
+from descheduler.kube.kinds import KINDS, PODS
 from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.snapshot import Snapshot
@@ -81,9 +82,24 @@ def pod_json(i: int) -> dict[str, Any]:
     return kube_pod(f"web-{i:06d}", cpu=cpu, memory=memory, owner=f"web-{i % 40}", namespace=f"ns-{i % 50}")
 
 
-def bound_record(raw: dict[str, Any], node: str) -> Pod:
-    """What the cache hands the extender once the pod is bound."""
-    return pod_from_raw(convert({**raw, "spec": {**raw["spec"], "nodeName": node}}, RawPod))
+_PLACEHOLDER = "node-to-be-bound"
+
+
+def bound_event(raw: dict[str, Any]) -> bytes:
+    """The watch event the cache will see once the pod is bound (its node filled in by `bound_record`)."""
+    pod = {**raw, "spec": {**raw["spec"], "nodeName": _PLACEHOLDER}}
+    return msgspec.json.encode({"type": "MODIFIED", "object": pod})
+
+
+def bound_record(event: bytes, node: str) -> Pod:
+    """What the cache hands the extender once the pod is bound: the watch event decoded as the
+    reflector decodes it (`ResourceKind.event_decoder`, then `listed_record`)."""
+    pods = KINDS[PODS]
+    line = event.replace(_PLACEHOLDER.encode(), node.encode(), 1)
+    try:
+        return cast(Pod, pods.listed_record(pods.event_decoder.decode(line).object))
+    except Refit:
+        return pod_from_raw(convert(msgspec.json.decode(line)["object"], RawPod))
 
 
 @dataclass
@@ -171,11 +187,11 @@ def in_process(snapshot: Snapshot, bodies: Bodies, refresh: bool) -> None:
     print(f"state build (node table + encoded pieces): {time.perf_counter() - started:.2f} s")
     if refresh:
         extender.start()
-    raw = [json.loads(p) for p in bodies.pods]
+    events = [bound_event(json.loads(p)) for p in bodies.pods]
 
     def bound(i: int, node: str) -> None:
         if node:
-            extender.observe_binding(bound_record(raw[i], node), node)
+            extender.observe_binding(bound_record(events[i], node), node)
 
     # Warm-up (first-use caches), then the measured run.
     warm = Bodies(bodies.pods[:50], bodies.names[:50])

@@ -344,7 +344,7 @@ def child_extender() -> dict[str, Sample]:
     """In-process filter + prioritize pairs as kube-scheduler sends them (see bench_extender)."""
     import json as _json
 
-    from benchmarks.bench_extender import Bodies, MemorySource, bound_record, make_bodies, run_pairs
+    from benchmarks.bench_extender import Bodies, MemorySource, bound_event, bound_record, make_bodies, run_pairs
     from benchmarks.cluster import generated_snapshot
     from descheduler.extender import Extender, RefreshTiming
     from descheduler.policy import default_policy
@@ -368,11 +368,11 @@ def child_extender() -> dict[str, Sample]:
         if label == "refresh":
             extender.start()
         rebuilds = _successful_rebuilds()
-        raw = [_json.loads(p) for p in bodies.pods]
+        events = [bound_event(_json.loads(p)) for p in bodies.pods]
 
-        def bound(i: int, node: str, extender: Any = extender, raw: list[Any] = raw) -> None:
+        def bound(i: int, node: str, extender: Any = extender, events: list[bytes] = events) -> None:
             if node:
-                extender.observe_binding(bound_record(raw[i], node), node)
+                extender.observe_binding(bound_record(events[i], node), node)
 
         run_pairs(Bodies(bodies.pods[:50], bodies.names[:50]), extender.filter, extender.prioritize, None)
         latencies, cpu = run_pairs(bodies, extender.filter, extender.prioritize, bound)
