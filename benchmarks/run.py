@@ -811,14 +811,15 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "(~1.3 ms CPU, timed piece by piece): filter ~0.95 ms (envelope decode 0.06, name lookup 0.13–0.2, "
         "the changed rows recomputed 0.2–0.35, passed names 0.05–0.08, failed-node maps 0.05, the rest "
         "~0.2 in a dozen NumPy calls), prioritize ~0.2 ms (envelope 0.06, answer 0.07), the binding and "
-        "its watch event ~0.15 ms. No single piece is more than a fifth of it. This machine's speed "
-        "moved by up to 1.5× between runs of the same code within minutes, so compare side by side.\n\n"
+        "its watch event ~0.06 ms (decoded as the reflector does, since 20753e3). No single piece is "
+        "more than a fifth of it. This machine's speed moved by up to 1.5× between runs of the same "
+        "code within minutes, so compare side by side.\n\n"
         "While the state is rebuilt: the rebuilding thread steps aside while a request is "
         "in flight (`descheduler/extender/yielding.py`: a profile hook on that thread waits with the GIL "
         "released, after the rebuild's first 50 ms of CPU and while it keeps 40% of the time). Before: "
         "p99 108 ms with the same rebuilds. The hook costs the rebuild ~27% more CPU. That p99 was 6.83 ms on "
-        "2026-11-25; on 2026-11-27 it is 9–13 ms in these runs, and the code before this change gave 23–28 ms "
-        "run beside it the same hour (1,000 pods/s and 10 ms are both within this machine's swings).",
+        "2026-11-25; on 2026-11-27 it was 4–13 ms in single runs, and the code before this change gave 23–28 ms "
+        "run beside it the same hour; three sets of 3 runs that day gave medians of 10.3, 10.1 and 5.2 ms.",
     ),
     Benchmark(
         "memory",
