@@ -27,6 +27,15 @@ from .test_agreement import clusters
 Obj = dict[str, Any]
 
 
+ZONE_B_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]
+        }
+    }
+}
+
+
 def asking(i: int, cpu: int, tolerate: bool, zone: str | None, owner: str) -> Pod:
     """A pending pod; pods drawn with equal arguments but `i` share a shape."""
     objs = [
@@ -35,7 +44,8 @@ def asking(i: int, cpu: int, tolerate: bool, zone: str | None, owner: str) -> Po
             cpu=f"{cpu}m",
             owner=owner,
             tolerations=[{"key": "spot", "operator": "Exists"}] if tolerate else None,
-            node_selector={"zone": zone} if zone else None,
+            node_selector={"zone": zone} if zone in ("a", "b") else None,
+            affinity=ZONE_B_AFFINITY if zone == "affinity b" else None,
         )
     ]
     return snapshot(objs).pods[0]
@@ -47,7 +57,7 @@ pods = st.builds(
     st.integers(0, 3),
     st.sampled_from([1000, 2500]),
     st.booleans(),
-    st.sampled_from([None, "a"]),
+    st.sampled_from([None, "a", "affinity b"]),
     st.sampled_from(["batch", "batch", "web"]),
 )
 ops = st.one_of(
