@@ -37,7 +37,6 @@ SUBSET_SHARE = 8  # changed rows are recomputed on a view of just them when fewe
 
 @dataclass(slots=True)
 class _Shape:
-    epoch: int  # `Shapes.epoch` when computed
     mark: int  # how many changed rows it has taken in
     reasons: Reasons  # per table row
     scores: IntArray  # per table row, extender range
@@ -49,7 +48,6 @@ class Shapes:
     def __init__(self) -> None:
         self._shapes: OrderedDict[Hashable, _Shape] = OrderedDict()
         self._changed: list[int] = []  # rows, in the order bindings changed them
-        self.epoch = 0
 
     def row_changed(self, row: int) -> None:
         """One row's sums changed (a binding): shapes recompute it when next asked."""
@@ -57,7 +55,6 @@ class Shapes:
 
     def all_changed(self) -> None:
         """Something not tied to rows changed (a Reservation, a pod leaving): every shape starts afresh."""
-        self.epoch += 1
         self._changed.clear()
         self._shapes.clear()
 
@@ -82,8 +79,8 @@ class Shapes:
             return None
         shape = self._shapes.get(key)
         size = view.table.size
-        if shape is None or shape.epoch != self.epoch or len(self._changed) - shape.mark > FULL_AFTER:
-            shape = _Shape(self.epoch, 0, Reasons(size), np.zeros(size, dtype=np.int64))
+        if shape is None or len(self._changed) - shape.mark > FULL_AFTER:
+            shape = _Shape(0, Reasons(size), np.zeros(size, dtype=np.int64))
             _update(shape, pod, view, np.arange(size, dtype=np.int64))
         elif shape.mark < len(self._changed):
             _update(shape, pod, view, np.unique(np.array(self._changed[shape.mark :], dtype=np.int64)))

@@ -19,7 +19,7 @@ from descheduler.extender.state import ClusterState
 from descheduler.model import Pod
 from descheduler.scheduling import ClusterView, build_table
 from descheduler.scheduling.table import PER_NODE_ARRAYS, PER_NODE_LISTS
-from tests.builders import node, pod, snapshot
+from tests.builders import node, pod, reservation, snapshot
 
 from .conftest import scheduling_args, write_snapshot
 from .test_agreement import clusters
@@ -190,3 +190,21 @@ def test_a_subset_cuts_down_every_field_that_holds_one_entry_per_node() -> None:
         or (isinstance(v, list) and len(v) == table.size and f.name != "taint_groups")
     }
     assert per_node == set(PER_NODE_ARRAYS) | set(PER_NODE_LISTS)
+
+
+def test_a_reservation_gone_frees_its_room_for_a_shape_asked_before() -> None:
+    """A Reservation's room counts for every pod that does not own it; once it is gone, a shape
+    asked before must see the room (the state tells every shape to start afresh)."""
+    with tempfile.TemporaryDirectory() as folder:
+        objs = [node("n0", cpu="4"), reservation("held", "n0", {"cpu": "3"}, owner="other")]
+        extender = Extender(SnapshotFileSource(write_snapshot(Path(folder) / "s.yaml", objs)), scheduling_args())
+        assert extender.refresh(force=True)
+    state = extender.state
+    assert state is not None
+    asker, rows = asking(1, 2500, False, None, "batch"), np.array([0], dtype=np.int64)
+    with state.lock:
+        assert state.shapes.filter(asker, state.view, rows).reason.tolist() != [-1]  # 3 of 4 cpu held
+    extender.observe_reservation("held", None)
+    with state.lock:
+        assert state.shapes.filter(asker, state.view, rows).reason.tolist() == [-1]
+    same_answers(state, asker, rows)
