@@ -6,8 +6,9 @@
         ...  # kube-scheduler POSTs ExtenderArgs to server.url + "/filter" and "/prioritize"
 
 `descheduler extender --policy FILE` runs it against the cluster (the list-watch cache and the
-policy's load source). Wire shapes in `protocol`, decisions in `decisions`, state and the assumed
-pods in `state`, sources in `sources`.
+policy's load source). Wire shapes in `protocol`, decisions in `decisions` (kept per pod shape in
+`shapes`), state and the assumed pods in `state`, node names read and answers written by compiled
+loops in `kernels` (through `names`), sources in `sources`.
 """
 
 from descheduler.extender.protocol import (
