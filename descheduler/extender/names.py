@@ -28,10 +28,12 @@ IntArray = npt.NDArray[np.int64]
 
 @dataclass(frozen=True, slots=True)
 class NameSpans:
-    """Where each name of a raw NodeNames array sits: `raw[starts[i]:ends[i]]` is name i, unquoted."""
+    """Where each name of a raw NodeNames array sits: `raw[starts[i]:ends[i]]` is name i, unquoted;
+    `words` is `kernels.words_view(raw)`, read again to write the filter's answer."""
 
     starts: IntArray
     ends: IntArray
+    words: kernels.WordArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,7 @@ class NameIndex:
         """Rows of a compact JSON array of known names, in its order; None when the slow path must decide."""
         if raw == b"[]":
             empty = np.zeros(0, dtype=np.int64)
-            return Located(empty, NameSpans(empty, empty))
+            return Located(empty, NameSpans(empty, empty, kernels.words_view(raw)))
         if not self._known:
             return None
         buf, words = np.frombuffer(raw, dtype=np.uint8), kernels.words_view(raw)
@@ -75,7 +77,7 @@ class NameIndex:
         status, rows, starts, ends = kernels.locate(buf, words, self._words, self._offsets, self.slots, names)
         if status != kernels.FOUND:
             return None
-        return Located(rows, NameSpans(starts, ends))
+        return Located(rows, NameSpans(starts, ends, words))
 
 
 def passed_names(raw: bytes, spans: NameSpans, passed: npt.NDArray[np.bool_]) -> bytes:
@@ -83,6 +85,6 @@ def passed_names(raw: bytes, spans: NameSpans, passed: npt.NDArray[np.bool_]) ->
     if bool(passed.all()):
         return raw
     buffer, words = kernels.output(len(raw))
-    size = kernels.select_names(kernels.words_view(raw), spans.starts, spans.ends, passed, words)
+    size = kernels.select_names(spans.words, spans.starts, spans.ends, passed, words)
     assert size >= 0, "the answer is never longer than the request"
     return bytes(memoryview(buffer)[:size])
