@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -67,6 +68,20 @@ def words_view(data: bytes) -> WordArray:
     """The little-endian 8-byte word at every byte offset of `data` (zero past its end)."""
     padded = data + bytes(PADDING)
     return np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+
+
+@dataclass(frozen=True, slots=True)
+class Pieces:
+    """Byte strings back to back for the kernels: piece k is bytes offsets[k]:offsets[k+1] of `words`."""
+
+    words: WordArray
+    offsets: IntArray
+    longest: int
+
+    @classmethod
+    def of(cls, items: Sequence[bytes]) -> Pieces:
+        offsets = np.cumsum([0, *map(len, items)], dtype=np.int64)
+        return cls(words_view(b"".join(items)), offsets, max(map(len, items), default=0))
 
 
 _ONES = np.uint64(0x0101010101010101)
@@ -208,23 +223,94 @@ _OPEN, _CLOSE = np.uint64(ord("[")), np.uint64(ord("]"))
 
 
 @_compiled
-def select_names(raw: WordArray, starts: IntArray, ends: IntArray, passed: BoolArray, out: WordArray) -> int:
-    """Into `out` (a words view of at least as many bytes as the array): the compact JSON array of
-    the names where `passed`, copied with their quotes and the byte after them from the array whose
-    words are `raw`; returns its length (-1: `out` is too short)."""
-    out[0] = _OPEN
-    p = 1
+def _piece(out: WordArray, p: int, pieces: WordArray, offsets: IntArray, k: int) -> int:
+    """Piece k (bytes offsets[k]:offsets[k+1] of `pieces`) at `p` of `out`; returns where it ends."""
+    length = offsets[k + 1] - offsets[k]
+    _copy(out, p, pieces, offsets[k], length)
+    return p + length  # type: ignore[no-any-return]  # numba's ints
+
+
+@_compiled
+def _failed_map(
+    out: WordArray,
+    out_bytes: ByteArray,
+    p: int,
+    reason: IntArray,
+    rows: IntArray,
+    keyed: WordArray,
+    keyed_offsets: IntArray,
+    texts: WordArray,
+    text_offsets: IntArray,
+    hopeless: BoolArray,
+    unresolvable: bool,
+) -> int:
+    """At `p`: the FailedNodesMap of the positions whose reason's `hopeless` is `unresolvable`, each
+    entry row's `,"name":` piece of `keyed` and its reason's JSON string of `texts`. Returns its end."""
+    first = p
+    for i in range(reason.size):
+        r = reason[i]
+        if r >= 0 and hopeless[r] == unresolvable:
+            p = _piece(out, p, keyed, keyed_offsets, rows[i])
+            p = _piece(out, p, texts, text_offsets, r)
+    if p == first:
+        p += 1
+    out_bytes[first] = 123  # {, over the first entry's comma
+    out_bytes[p] = 125  # }
+    return p + 1
+
+
+@_compiled
+def filter_answer(
+    out: WordArray,
+    out_bytes: ByteArray,
+    literals: WordArray,
+    literal_offsets: IntArray,
+    raw: WordArray,
+    starts: IntArray,
+    ends: IntArray,
+    reason: IntArray,
+    rows: IntArray,
+    keyed: WordArray,
+    keyed_offsets: IntArray,
+    texts: WordArray,
+    text_offsets: IntArray,
+    hopeless: BoolArray,
+) -> tuple[int, int, int]:
+    """An ExtenderFilterResult into `out` (a words view of `out_bytes`, sized by the caller for the
+    request's names and every failed entry): the names whose `reason` is -1 copied from the compact
+    NodeNames array whose words are `raw` (name i at starts[i]:ends[i]), then the failed rows in the
+    FailedNodes or FailedAndUnresolvableNodes map as their reason's `hopeless` says. `literals` holds
+    the four fixed parts (up to NodeNames, up to FailedNodes, up to FailedAndUnresolvableNodes, the
+    end). Returns (its length, where the NodeNames array starts and ends); (-1, 0, 0) when `out` is
+    too short."""
+    need = literal_offsets[4] + 6  # the fixed parts, the brackets, and the braces of two empty maps
     for i in range(starts.size):
-        if passed[i]:
+        r = reason[i]
+        if r < 0:
+            need += ends[i] - starts[i] + 3
+        else:
+            need += keyed_offsets[rows[i] + 1] - keyed_offsets[rows[i]] + text_offsets[r + 1] - text_offsets[r]
+    if need + 8 > out_bytes.size:
+        return -1, 0, 0  # no write past `out`
+    p = _piece(out, 0, literals, literal_offsets, 0)
+    names = p
+    out_bytes[p] = 91  # [
+    p += 1
+    for i in range(starts.size):
+        if reason[i] < 0:
             length = ends[i] - starts[i] + 3  # "name" and the comma (or bracket) after it
-            if p + length >= out.size:
-                return -1  # `out` is too short: no write past it
             _copy(out, p, raw, starts[i] - 1, length)
             p += length
-    if p == 1:
-        p = 2
-    out[p - 1] = _CLOSE  # over the last comma
-    return p
+    if p == names + 1:
+        p += 1
+    out_bytes[p - 1] = 93  # ], over the last comma
+    names_end = p
+    p = _piece(out, p, literals, literal_offsets, 1)
+    p = _failed_map(out, out_bytes, p, reason, rows, keyed, keyed_offsets, texts, text_offsets, hopeless, False)
+    p = _piece(out, p, literals, literal_offsets, 2)
+    p = _failed_map(out, out_bytes, p, reason, rows, keyed, keyed_offsets, texts, text_offsets, hopeless, True)
+    p = _piece(out, p, literals, literal_offsets, 3)
+    return p, names, names_end
 
 
 @_compiled
@@ -270,5 +356,23 @@ def _warm() -> None:
     slots = build_slots(index, offsets, np.ones(1, dtype=np.bool_), 4)
     raw = b'["ab"]'
     _, rows, starts, ends = locate(np.frombuffer(raw, dtype=np.uint8), words_view(raw), index, offsets, slots, 2)
-    select_names(words_view(raw), starts, ends, np.ones(1, dtype=np.bool_), output(len(raw))[1])
+    literals, keyed, texts = Pieces.of([b"{", b"", b"", b"}"]), Pieces.of([b',"ab":']), Pieces.of([b'"no"'])
+    buffer, out = output(64)
+    reason, hopeless = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
+    filter_answer(
+        out,
+        np.frombuffer(buffer, dtype=np.uint8),
+        literals.words,
+        literals.offsets,
+        words_view(raw),
+        starts,
+        ends,
+        reason,
+        rows,
+        keyed.words,
+        keyed.offsets,
+        texts.words,
+        texts.offsets,
+        hopeless,
+    )
     host_priorities(words_view(b"ab"), offsets, rows, rows, output(16)[1])

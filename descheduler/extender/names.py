@@ -78,13 +78,3 @@ class NameIndex:
         if status != kernels.FOUND:
             return None
         return Located(rows, NameSpans(starts, ends, words))
-
-
-def passed_names(raw: bytes, spans: NameSpans, passed: npt.NDArray[np.bool_]) -> bytes:
-    """The names of a compact NodeNames array where `passed`, as a JSON array in request order."""
-    if bool(passed.all()):
-        return raw
-    buffer, words = kernels.output(len(raw))
-    size = kernels.select_names(spans.words, spans.starts, spans.ends, passed, words)
-    assert size >= 0, "the answer is never longer than the request"
-    return bytes(memoryview(buffer)[:size])

@@ -167,6 +167,25 @@ def decode_envelope(body: bytes) -> tuple[bytes, bytes | None, bytes | None]:
     return pod, nodes, names
 
 
+_POD_FIRST = b'{"Pod":{'
+_NAMES_LAST = b',"Nodes":null,"NodeNames":['
+
+
+def split_envelope(body: bytes) -> tuple[bytes, bytes] | None:
+    """(Pod, NodeNames) cut out of the body by position, when it is laid out as Go's encoding/json
+    writes an ExtenderArgs with NodeNames: `{"Pod":{…},"Nodes":null,"NodeNames":[…]}`. Nothing is
+    checked here: the split stands only if the pod then decodes as one JSON object and the names
+    as an array the state recognises (`ClusterState.candidates`); otherwise the caller decodes the
+    body in full (`decode_envelope`). That check is enough: a cut inside a string of the pod leaves
+    the pod part unterminated, or a names part holding `"Nodes":`, which no array of names holds."""
+    if not (body.startswith(_POD_FIRST) and body.endswith(b"]}")):
+        return None
+    at = body.find(_NAMES_LAST, len(_POD_FIRST))
+    if at < 0:
+        return None
+    return body[len(_POD_FIRST) - 1 : at], body[at + len(_NAMES_LAST) - 1 : -1]
+
+
 def _present(part: msgspec.Raw) -> bytes | None:
     raw = bytes(part)
     return None if raw == b"null" else raw

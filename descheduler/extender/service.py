@@ -33,7 +33,6 @@ import numpy as np
 from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
-from descheduler.extender.names import passed_names
 from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationWriter
 from descheduler.extender.sources import ClusterSource
@@ -263,13 +262,17 @@ class Extender:
         with state.lock:
             state.asked_about(request.pod)
             decision = state.shapes.filter(request.pod, state.view, candidates.rows)
+        texts = [msgspec.json.encode(protocol.printable(text)) for text in decision.reasons]
+        if candidates.spans is not None:  # a compact array of known names: the answer written in one pass
+            answer, names = state.filter_answer(candidates.spans, candidates.rows, decision, texts)
+            state.remember(names, _subset(candidates, decision.passed))
+            return answer
         # Names the table does not know pass (as a node without metrics does), unless the pod was
         # steered to its Reservation: then every other node is refused.
         passed = np.full(candidates.size, decision.steered < 0, dtype=np.bool_)
         passed[candidates.positions if candidates.positions is not None else slice(None)] = decision.passed
         refused = ~decision.passed
         failed_rows, reasons = candidates.rows[refused], decision.reason[refused]
-        texts = [msgspec.json.encode(protocol.printable(text)) for text in decision.reasons]
         hopeless = np.array(decision.unresolvable, dtype=np.bool_)[reasons]
         failed = _failed_map(state, failed_rows[~hopeless], reasons[~hopeless], texts)
         extra = [(q, texts[decision.steered]) for _, q in candidates.unknown] if decision.steered >= 0 else []
@@ -278,10 +281,7 @@ class Extender:
             items = [item for item, ok in zip(request.node_items, passed.tolist(), strict=True) if ok]
             head = b'{"Nodes":' + msgspec.json.encode(protocol.NodeList(items=items)) + b',"NodeNames":null'
         else:
-            if candidates.spans is not None:  # the request's own bytes, less the names that failed
-                names = passed_names(request.names_raw, candidates.spans, passed)
-            else:
-                names = _names_json(state, candidates, passed)
+            names = _names_json(state, candidates, passed)
             state.remember(names, _subset(candidates, passed))
             head = b'{"Nodes":null,"NodeNames":' + names
         return head + b',"FailedNodes":' + failed + b',"FailedAndUnresolvableNodes":' + unresolvable + b',"Error":""}'
@@ -376,6 +376,16 @@ class Extender:
         state = self._state
         if state is None:
             raise RequestError(self.not_ready() or "not ready", status=503)
+        split = protocol.split_envelope(body)
+        if split is not None:  # the layout kube-scheduler sends: no pass over the names to find the pod
+            try:
+                pod = self._pod(split[0])
+            except RequestError:
+                pass  # decoded in full below, for the message about the whole body
+            else:
+                found = state.candidates(split[1], None, seen=seen)
+                if found is not None:
+                    return Request(pod, split[0], None, split[1], None), state, found
         pod_raw, nodes_raw, names_raw = protocol.decode_envelope(body)
         pod = self._pod(pod_raw)
         if names_raw is not None:

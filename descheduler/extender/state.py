@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from descheduler.extender import kernels
+from descheduler.extender.decisions import FilterDecision
 from descheduler.extender.names import NameIndex, NameSpans
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
 from descheduler.extender.shapes import Shapes
@@ -70,14 +71,14 @@ class ClusterState:
         # `"name"` for NodeNames, `,"name":` for a FailedNodes entry, a HostPriority up to its score;
         # then each score with the end of its HostPriority and the comma after it.
         self.quoted: ObjectArray = _objects(quoted)
-        self.keyed: ObjectArray = _objects([b"," + q + b":" for q in quoted])
+        keyed = [b"," + q + b":" for q in quoted]
+        self.keyed: ObjectArray = _objects(keyed)
         hosts = [b'{"Host":' + q + b',"Score":' for q in quoted]
         self.hosts: ObjectArray = _objects(hosts)
         self.scored: ObjectArray = _objects([str(s).encode() + b"}," for s in range(MAX_EXTENDER_PRIORITY + 1)])
-        # The same HostPriority pieces back to back, for `kernels.host_priorities`.
-        self.prefixes = kernels.words_view(b"".join(hosts))
-        self.prefix_offsets = np.cumsum([0, *map(len, hosts)], dtype=np.int64)
-        self.longest_prefix = max(map(len, hosts), default=0)
+        # The same pieces back to back, for the kernels.
+        self.host_pieces = kernels.Pieces.of(hosts)
+        self.keyed_pieces = kernels.Pieces.of(keyed)
         self._candidates: OrderedDict[tuple[int, bytes, bytes], tuple[bytes, Candidates]] = OrderedDict()
         self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
         self.shapes = Shapes()  # answers kept per pod shape; every change to the view or table is told to it
@@ -128,10 +129,43 @@ class ClusterState:
 
     def host_priorities(self, rows: IntArray, scores: IntArray) -> bytes:
         """The HostPriorityList of these rows (all known names) with these scores."""
-        buffer, out = kernels.output(rows.size * (self.longest_prefix + 4) + 2)
-        size = kernels.host_priorities(self.prefixes, self.prefix_offsets, rows, scores, out)
+        hosts = self.host_pieces
+        buffer, out = kernels.output(rows.size * (hosts.longest + 4) + 2)
+        size = kernels.host_priorities(hosts.words, hosts.offsets, rows, scores, out)
         assert size >= 0, "sized for the longest entry, scores 0-10"
         return bytes(memoryview(buffer)[:size])
+
+    def filter_answer(
+        self, spans: NameSpans, rows: IntArray, decision: FilterDecision, texts: list[bytes]
+    ) -> tuple[bytes, bytes]:
+        """(The ExtenderFilterResult, its NodeNames array) for a compact NodeNames array of known names
+        (`spans`, table `rows`): the names that passed in request order, each failed one in FailedNodes
+        or FailedAndUnresolvableNodes with its reason; `texts`: the decision's reasons as JSON strings."""
+        reasons = kernels.Pieces.of(texts)
+        keyed = self.keyed_pieces
+        failed = int(np.count_nonzero(decision.reason >= 0))
+        buffer, out = kernels.output(
+            _ANSWER.offsets[-1] + spans.words.size + failed * (keyed.longest + reasons.longest) + 8
+        )
+        size, start, end = kernels.filter_answer(
+            out,
+            np.frombuffer(buffer, dtype=np.uint8),
+            _ANSWER.words,
+            _ANSWER.offsets,
+            spans.words,
+            spans.starts,
+            spans.ends,
+            decision.reason,
+            rows,
+            keyed.words,
+            keyed.offsets,
+            reasons.words,
+            reasons.offsets,
+            np.array(decision.unresolvable, dtype=np.bool_),
+        )
+        assert size >= 0, "sized for every name and every failed entry"
+        answer = memoryview(buffer)
+        return bytes(answer[:size]), bytes(answer[start:end])
 
     def asked_about(self, pod: Pod) -> None:
         """Bound the table's per-pod load cache for pods that are not in the snapshot (one per request)."""
@@ -147,6 +181,13 @@ class ClusterState:
             key, _ = self._incoming.popitem(last=False)
             if key not in self.view.location:
                 table.pod_loads.pop(key, None)
+
+
+# The fixed parts of an ExtenderFilterResult around its NodeNames, FailedNodes and
+# FailedAndUnresolvableNodes (`kernels.filter_answer`).
+_ANSWER = kernels.Pieces.of(
+    [b'{"Nodes":null,"NodeNames":', b',"FailedNodes":', b',"FailedAndUnresolvableNodes":', b',"Error":""}']
+)
 
 
 def _cache_key(names_raw: bytes) -> tuple[int, bytes, bytes]:

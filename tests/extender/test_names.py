@@ -17,8 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from descheduler.extender import Extender, SnapshotFileSource, kernels
-from descheduler.extender.names import NameIndex, passed_names
+from descheduler.extender import Extender, SnapshotFileSource, kernels, protocol
+from descheduler.extender.decisions import FilterDecision
+from descheduler.extender.names import NameIndex
+from descheduler.extender.state import ClusterState
 from tests.builders import loaded_node, node
 
 from .conftest import extender_args, kube_pod, scheduling_args, write_snapshot
@@ -82,19 +84,77 @@ def test_no_table_no_fast_path() -> None:
     assert NameIndex([]).locate(b'["a"]') is None
 
 
+@pytest.fixture(scope="module")
+def table_state(tmp_path_factory: pytest.TempPathFactory) -> ClusterState:
+    path = write_snapshot(tmp_path_factory.mktemp("names") / "s.yaml", [node(name) for name in TABLE])
+    extender = Extender(SnapshotFileSource(path), scheduling_args())
+    assert extender.refresh(force=True) and extender.state is not None
+    return extender.state
+
+
+REASON_TEXTS = ["Insufficient cpu", 'node(s) had untolerated taint {"k": "v"}', "load ≥ 70 percent", "a\\b\n", ""]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.sampled_from(TABLE), max_size=30).flatmap(
-        lambda n: st.tuples(st.just(n), st.lists(st.booleans(), min_size=len(n), max_size=len(n)))
+    st.permutations(TABLE).flatmap(
+        lambda names: st.tuples(
+            st.just(names[: len(names) // 2 + 1]),
+            st.lists(st.integers(-1, len(REASON_TEXTS) - 1), min_size=len(TABLE), max_size=len(TABLE)),
+            st.lists(st.booleans(), min_size=len(REASON_TEXTS), max_size=len(REASON_TEXTS)),
+        )
     )
 )
-def test_the_passed_names_are_the_requests_own_bytes_less_the_failed_ones(case: tuple[list[str], list[bool]]) -> None:
-    names, passed = case
+def test_a_filter_answer_is_written_as_json_would_write_it(
+    table_state: ClusterState, case: tuple[list[str], list[int], list[bool]]
+) -> None:
+    """The names that passed are the request's own bytes less the failed ones; each failed name sits
+    in the map its reason's resolvability says, in request order."""
+    names, reasons, hopeless = case
+    reason = np.array(reasons[: len(names)], dtype=np.int64)
     raw = compact(names)
-    located = NameIndex(TABLE).locate(raw)
+    located = table_state.names.locate(raw)
     assert located is not None
-    out = passed_names(raw, located.spans, np.array(passed, dtype=np.bool_))
-    assert out == compact([n for n, ok in zip(names, passed, strict=True) if ok])
+    decision = FilterDecision(reason, REASON_TEXTS, [], hopeless)
+    texts = [msgspec.json.encode(text) for text in REASON_TEXTS]
+    answer, passed = table_state.filter_answer(located.spans, located.rows, decision, texts)
+    failed = [(n, r) for n, r in zip(names, reason.tolist(), strict=True) if r >= 0]
+    expected = {
+        "Nodes": None,
+        "NodeNames": [n for n, r in zip(names, reason.tolist(), strict=True) if r < 0],
+        "FailedNodes": {n: REASON_TEXTS[r] for n, r in failed if not hopeless[r]},
+        "FailedAndUnresolvableNodes": {n: REASON_TEXTS[r] for n, r in failed if hopeless[r]},
+        "Error": "",
+    }
+    assert answer == msgspec.json.encode(expected)
+    assert passed == msgspec.json.encode(expected["NodeNames"])
+
+
+def test_a_filter_answer_refuses_a_buffer_too_short_to_hold_it() -> None:
+    kernels.load()
+    literals, keyed, texts = (kernels.Pieces.of(p) for p in ([b"{", b"", b"", b"}"], [b',"ab":'], [b'"no"']))
+    raw = b'["ab"]'
+    buffer, out = kernels.output(8)
+    starts, ends = np.array([2], dtype=np.int64), np.array([4], dtype=np.int64)
+    zero = np.zeros(1, dtype=np.int64)
+    written = kernels.filter_answer(
+        out,
+        np.frombuffer(buffer, dtype=np.uint8),
+        literals.words,
+        literals.offsets,
+        kernels.words_view(raw),
+        starts,
+        ends,
+        zero,
+        zero,
+        keyed.words,
+        keyed.offsets,
+        texts.words,
+        texts.offsets,
+        np.zeros(1, dtype=np.bool_),
+    )
+    assert written == (-1, 0, 0)
+    assert bytes(buffer) == bytes(len(buffer))
 
 
 # --- the extender's answers through the fast path and the slow one ------------------------------
@@ -147,6 +207,53 @@ def test_filter_and_prioritize_answer_the_same_whichever_path_maps_the_names(
     assert json.loads(extender.prioritize(extender_args(pod, passed))) == json.loads(
         extender.prioritize(spaced(extender_args(pod, passed)))
     )
+
+
+TRICKY = ['","Nodes":null,"NodeNames":["cool-0"]}', ',"Nodes":null,"NodeNames":[', '"]}', "]}", "\\", 'a"b', "cool-1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    annotation=st.sampled_from(TRICKY),
+    names=st.lists(st.sampled_from([*TRICKY, *NAMES]), max_size=4),
+    extra=st.sampled_from([None, "before", "after", "nodes", "twice"]),
+)
+def test_a_body_cut_by_position_is_taken_only_when_it_reads_as_the_decoded_one(
+    annotation: str, names: list[str], extra: str | None
+) -> None:
+    """Whatever the pod's strings and the names hold, a split whose parts decode (the pod as one
+    object, the names as an array of strings) is the split the full decode makes."""
+    pod = kube_pod("web-new")
+    pod["metadata"]["annotations"] = {"note": annotation}
+    body = extender_args(pod, names)
+    if extra == "before":
+        body = body.replace(b',"Nodes":null', b',"X":' + json.dumps(annotation).encode() + b',"Nodes":null', 1)
+    elif extra == "after":
+        body = body[:-1] + b',"X":' + json.dumps(names).encode() + b"}"
+    elif extra == "nodes":
+        body = body.replace(b'"Nodes":null', b'"Nodes":{"items":[]}', 1)
+    elif extra == "twice":
+        body = body.replace(b'{"Pod":', b'{"Pod":{},"Pod":', 1)
+    split = protocol.split_envelope(body)
+    if split is None:
+        return
+    try:
+        assert isinstance(msgspec.json.decode(split[0]), dict)
+        msgspec.json.decode(split[1], type=list[str])
+    except (msgspec.DecodeError, AssertionError):
+        return  # the caller decodes the body in full
+    pod_raw, _, names_raw = protocol.decode_envelope(body)
+    assert (split[0], split[1]) == (pod_raw, names_raw)
+
+
+def test_a_pod_whose_strings_look_like_the_envelope_is_answered_as_any_other(extender: Extender) -> None:
+    for annotation in TRICKY:
+        pod = kube_pod("web-new")
+        pod["metadata"]["annotations"] = {"note": annotation}
+        names = ["hot-1", "cool-4", "cordoned", "cool-0"]
+        assert json.loads(extender.filter(extender_args(pod, names))) == json.loads(
+            extender.filter(spaced(extender_args(pod, names)))
+        )
 
 
 def test_the_filters_answer_keeps_the_request_order_and_drops_the_refused(extender: Extender) -> None:
