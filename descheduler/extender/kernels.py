@@ -37,13 +37,21 @@ PADDING = 16  # zero bytes after the bytes a words view reads: a read at any off
 FOUND, NOT_COMPACT, UNKNOWN_NAME = 0, 1, 2  # what `locate` returns first
 
 
-_KERNELS: list[Callable[..., Any]] = []
+_KERNELS: list[tuple[Callable[..., Any], bool]] = []
 
 
 def _compiled(function: F) -> F:
     """A kernel: compiled by `load`, which replaces the module's name for it with the compiled one
     (numba is imported only then: importing it costs ~0.5 s that only the extender needs)."""
-    _KERNELS.append(function)
+    _KERNELS.append((function, False))
+    return function
+
+
+def _inlined(function: F) -> F:
+    """A helper of the kernels, compiled into each caller: a call between compiled functions passes
+    every array as a struct and keeps the loop from being optimised across it (a per-name copy
+    through a call took 2.4 times as long)."""
+    _KERNELS.append((function, True))
     return function
 
 
@@ -55,11 +63,12 @@ def load() -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", numba.NumbaWarning)
-        for function in _KERNELS:  # in definition order: a kernel's callees are compiled before it
+        for function, inline in _KERNELS:  # in definition order: a kernel's callees are compiled before it
+            options = {"nogil": True, "inline": "always" if inline else "never"}
             try:
-                compiled = numba.njit(cache=True, nogil=True)(function)
+                compiled = numba.njit(cache=True, **options)(function)
             except RuntimeError:  # no writable place for the cache (a read-only install)
-                compiled = numba.njit(nogil=True)(function)
+                compiled = numba.njit(**options)(function)
             globals()[function.__name__] = compiled
     _warm()
 
@@ -93,7 +102,7 @@ _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _MIXER = np.uint64(0xFF51AFD7ED558CCD)
 
 
-@_compiled
+@_inlined
 def _hash(words: WordArray, start: int, end: int) -> np.uint64:
     """A 64-bit hash of bytes [start, end): their words multiplied in, then MurmurHash3's finaliser,
     so the low bits (the slot) depend on every byte."""
@@ -110,7 +119,7 @@ def _hash(words: WordArray, start: int, end: int) -> np.uint64:
     return h  # type: ignore[no-any-return]  # NumPy's stubs lose the type of a shifted uint64
 
 
-@_compiled
+@_inlined
 def _same(words: WordArray, start: int, table: WordArray, at: int, length: int) -> bool:
     """Whether bytes [start, start + length) equal the table's bytes from `at` (length > 0)."""
     k = 0
@@ -138,7 +147,7 @@ def build_slots(table: WordArray, offsets: IntArray, plain: BoolArray, bits: int
     return slots
 
 
-@_compiled
+@_inlined
 def _next_special(words: WordArray, at: int, end: int) -> int:
     """The offset of the first quote or backslash from `at`, or `end` when there is none before it.
     Eight bytes a step: a byte b is one of them when (b ^ c) - 1 borrows into its high bit."""
@@ -209,7 +218,7 @@ def locate(
     return FOUND, rows[:count], starts[:count], ends[:count]
 
 
-@_compiled
+@_inlined
 def _copy(out: WordArray, at: int, source: WordArray, start: int, length: int) -> None:
     """Bytes [start, start + length) of `source` to `at` of `out`, 8 at a time: up to 7 bytes after
     them are written too (the next write or the padding takes them)."""
@@ -222,7 +231,7 @@ def _copy(out: WordArray, at: int, source: WordArray, start: int, length: int) -
 _OPEN, _CLOSE = np.uint64(ord("[")), np.uint64(ord("]"))
 
 
-@_compiled
+@_inlined
 def _piece(out: WordArray, p: int, pieces: WordArray, offsets: IntArray, k: int) -> int:
     """Piece k (bytes offsets[k]:offsets[k+1] of `pieces`) at `p` of `out`; returns where it ends."""
     length = offsets[k + 1] - offsets[k]
@@ -230,7 +239,7 @@ def _piece(out: WordArray, p: int, pieces: WordArray, offsets: IntArray, k: int)
     return p + length  # type: ignore[no-any-return]  # numba's ints
 
 
-@_compiled
+@_inlined
 def _failed_map(
     out: WordArray,
     out_bytes: ByteArray,
