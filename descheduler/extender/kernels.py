@@ -20,7 +20,7 @@ import functools
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -64,11 +64,11 @@ def load() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", numba.NumbaWarning)
         for function, inline in _KERNELS:  # in definition order: a kernel's callees are compiled before it
-            options = {"nogil": True, "inline": "always" if inline else "never"}
+            how: Literal["always", "never"] = "always" if inline else "never"
             try:
-                compiled = numba.njit(cache=True, **options)(function)
+                compiled = numba.njit(cache=True, nogil=True, inline=how)(function)
             except RuntimeError:  # no writable place for the cache (a read-only install)
-                compiled = numba.njit(**options)(function)
+                compiled = numba.njit(nogil=True, inline=how)(function)
             globals()[function.__name__] = compiled
     _warm()
 
