@@ -485,11 +485,16 @@ class _LoadLimits:
     checked: BoolArray  # nodes × resources: a threshold above 0 on a resource the node has
     cap: FloatArray  # thresholds × alloc: usage × 100 above it is over
 
+    def cut(self, rows: IntArray) -> _LoadLimits:
+        prod_rows = None if self.prod_rows is None else self.prod_rows[rows]
+        return _LoadLimits(self.thresholds[rows], self.basis[rows], prod_rows, self.checked[rows], self.cap[rows])
+
 
 def _load_limits(table: NodeTable, prod: bool) -> _LoadLimits:
     key = ("load limits", prod)
-    found: _LoadLimits | None = table.derived.get(key)
+    found = table.derived.get(key)
     if found is not None:
+        assert isinstance(found, _LoadLimits)
         return found
     basis = np.zeros(table.size, dtype=np.int8)
     thresholds = table.thresholds
