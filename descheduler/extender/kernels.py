@@ -17,6 +17,7 @@ The kernels release the GIL (`nogil`): a rebuild of the state goes on while a re
 from __future__ import annotations
 
 import functools
+import itertools
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,8 +90,9 @@ class Pieces:
 
     @classmethod
     def of(cls, items: Sequence[bytes]) -> Pieces:
-        offsets = np.cumsum([0, *map(len, items)], dtype=np.int64)
-        return cls(words_view(b"".join(items)), offsets, max(map(len, items), default=0))
+        lengths = list(map(len, items))
+        offsets = np.fromiter(itertools.accumulate(lengths, initial=0), dtype=np.int64, count=len(lengths) + 1)
+        return cls(words_view(b"".join(items)), offsets, max(lengths, default=0))
 
 
 _ONES = np.uint64(0x0101010101010101)
