@@ -110,8 +110,10 @@ def filter_rows(pod: Pod, view: ClusterView, rows: IntArray) -> FilterDecision:
     """The extender's filter over table `rows`, in the order of scheduling-core.md §2."""
     owned, steer = steering(pod, view)
     out = Reasons(len(rows))
-    for stage in predicates.checks(pod, view, owned=owned).stages(rows):
-        out.stage(stage, rows)
+    found = predicates.checks(pod, view, owned=owned)
+    if not found.passed().take(rows).all():  # else no stage refuses a row (a changed row mostly passes)
+        for stage in found.stages(rows):
+            out.stage(stage, rows)
     return out.decision(_steer(steer, view.table, rows, out))
 
 
