@@ -432,10 +432,10 @@ def load_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -
     table = view.table
     args = table.args
     n = table.size
-    basis = np.zeros(n, dtype=np.int8)
     if pod.is_daemonset:
         none = np.zeros((n, len(table.resources)), dtype=np.bool_)
         ones = np.ones(n, dtype=np.bool_)
+        basis = np.zeros(n, dtype=np.int8)
         return LoadCheck(none, view.estimated, table.thresholds, basis, np.zeros(n, dtype=np.bool_), ones)
     load = table.load_of(pod)
     base = view.estimated
@@ -466,9 +466,9 @@ def load_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -
         if args.enable_schedule_when_node_metrics_expired:
             reject &= ~stale
         else:
-            held = np.zeros(n, dtype=np.bool_)
-            held[[row for row, _ in credit]] = True
-            expired = stale & ~held
+            expired = stale.copy()
+            for row, _ in credit:
+                expired[row] = False
             reject = expired.copy()
         reject |= np.asarray(any_over & (table.metric == METRIC_FRESH))
     return LoadCheck(over, after, thresholds, basis, expired, ~reject)
