@@ -48,6 +48,7 @@ class Shapes:
     def __init__(self) -> None:
         self._shapes: OrderedDict[Hashable, _Shape] = OrderedDict()
         self._changed: list[int] = []  # rows, in the order bindings changed them
+        self._last: tuple[Pod, Hashable | None] | None = None  # the last pod asked about and its key
 
     def row_changed(self, row: int) -> None:
         """One row's sums changed (a binding): shapes recompute it when next asked."""
@@ -57,6 +58,7 @@ class Shapes:
         """Something not tied to rows changed (a Reservation, a pod leaving): every shape starts afresh."""
         self._changed.clear()
         self._shapes.clear()
+        self._last = None  # its owned Reservations may have changed
 
     def filter(self, pod: Pod, view: ClusterView, rows: IntArray) -> FilterDecision:
         """`filter_rows(pod, view, rows)`, read from the pod's shape when it has one."""
@@ -74,7 +76,12 @@ class Shapes:
         return shape.scores.take(rows)
 
     def _current(self, pod: Pod, view: ClusterView) -> _Shape | None:
-        key = shape_key(pod, view)
+        # Prioritize asks about the very pod object filter did (the extender caches it by its bytes).
+        if self._last is not None and self._last[0] is pod:
+            key = self._last[1]
+        else:
+            key = shape_key(pod, view)
+            self._last = (pod, key)
         if key is None:
             return None
         shape = self._shapes.get(key)

@@ -208,3 +208,22 @@ def test_a_reservation_gone_frees_its_room_for_a_shape_asked_before() -> None:
     with state.lock:
         assert state.shapes.filter(asker, state.view, rows).reason.tolist() == [-1]
     same_answers(state, asker, rows)
+
+
+def test_a_pod_that_comes_to_own_a_reservation_between_two_asks_is_answered_afresh() -> None:
+    """The shape key of the last pod asked about is kept for the prioritize call that follows; a
+    Reservation that appears in between makes the same pod object one that is steered to it."""
+    with tempfile.TemporaryDirectory() as folder:
+        objs = [node("n0", cpu="8"), node("n1", cpu="8")]
+        extender = Extender(SnapshotFileSource(write_snapshot(Path(folder) / "s.yaml", objs)), scheduling_args())
+        assert extender.refresh(force=True)
+    state = extender.state
+    assert state is not None
+    asker, rows = asking(1, 1000, False, None, "web"), np.array([0, 1], dtype=np.int64)
+    with state.lock:
+        assert state.shapes.filter(asker, state.view, rows).reason.tolist() == [-1, -1]
+    held = snapshot([reservation("held", "n1", {"cpu": "1"}, owner="web")]).reservations[0]
+    extender.observe_reservation("held", held)
+    with state.lock:
+        assert state.shapes.filter(asker, state.view, rows).reason.tolist()[0] >= 0  # steered to n1
+    same_answers(state, asker, rows)
