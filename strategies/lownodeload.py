@@ -52,6 +52,9 @@ NOT_OVER_RESOURCES = define(
     brief="uses none of the resources the node is over on",
 )
 NO_COOL_LOW_NODE = define("NoCoolLowNode", "no low node can take its usage and stay at or below its high threshold")
+NO_LOW_NODE_UNDER_GOAL = define(
+    "NoLowNodeUnderGoal", "no low node can take its usage and stay at or below its relief goal (targetCeiling: goal)"
+)
 NO_FEASIBLE_LOW_NODE = define("NoFeasibleLowNode", "no feasible low node: {summary}", brief="no feasible low node")
 
 Tier = Literal["node", "prod"]
@@ -357,6 +360,12 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification
     prod_high = _prod_high(ctx, classified)
     # Once per pass: how high a target may go; a target must stay cool as its own pods rise too.
     target_high = _node_high(ctx, classified, high_abs)
+    below_goal = args.target_ceiling == "goal" and classified.kind == "node" and classified.pool.relief_depth > 0
+    if below_goal:
+        # Targets are filled no higher than sources are relieved to: the band between the goal and high
+        # is what a moved pod's usage may grow by before its new node is hot.
+        target_high = target_high.copy()
+        target_high[classified.rows] = np.minimum(target_high[classified.rows], classified.goal)
     if classified.rise.any():
         target_high = target_high.copy()
         target_high[classified.rows] -= classified.rise
@@ -380,7 +389,8 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification
                 f"not relieved this cycle: {left}"
             )
             return
-        _relieve_node(ctx, args, classified, i, low_mask, high_abs, target_high, prod_high, weights, result)
+        no_target = NO_LOW_NODE_UNDER_GOAL if below_goal else NO_COOL_LOW_NODE
+        _relieve_node(ctx, args, classified, i, low_mask, high_abs, target_high, prod_high, weights, no_target, result)
 
 
 def _usage(ctx: PlanContext, classified: Classification) -> IntArray:
@@ -409,6 +419,7 @@ def _relieve_node(
     target_high: FloatArray,
     prod_high: FloatArray | None,
     weights: FloatArray,
+    no_target: str,
     result: StrategyResult,
 ) -> None:
     """Move pods off hot node `i` until every resource it was over high on is at or below its relief
@@ -467,7 +478,7 @@ def _relieve_node(
             cool &= np.all(prod_after <= prod_high, axis=1)
         allowed_cool = allowed & cool
         if not allowed_cool.any():
-            _skip(result, pod, node, Refusal(code=NO_COOL_LOW_NODE))
+            _skip(result, pod, node, Refusal(code=no_target))
             return False
         choice = best_node(pod, view, allowed=allowed_cool, node_fit=args.node_fit)
         if choice.node is None:

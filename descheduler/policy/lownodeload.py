@@ -124,6 +124,10 @@ class LowNodeLoadArgs(PolicyModel):
         default=DEFAULT_RELIEF_DEPTH,
         description="relieve a hot node this share of the way from its high threshold down to its low one",
     )
+    target_ceiling: Literal["high", "goal"] = Field(
+        default="high",
+        description="how full a move may make its target: up to its high threshold, or up to the relief goal",
+    )
 
     @model_validator(mode="wrap")
     @classmethod

@@ -642,6 +642,13 @@ def test_recent_pods_last_is_a_duration_defaulting_to_an_hour() -> None:
     assert [path for path, _ in found] == ["strategies[0].args.recentPodsLast"]
 
 
+def test_target_ceiling_is_high_or_goal() -> None:
+    args = parse(set_at(pools_doc(), "strategies.0.args.targetCeiling", "goal")).strategy_args("LowNodeLoad")
+    assert isinstance(args, LowNodeLoadArgs) and args.target_ceiling == "goal"
+    found = problems(set_at(pools_doc(), "strategies.0.args.targetCeiling", "low"))
+    assert [path for path, _ in found] == ["strategies[0].args.targetCeiling"]
+
+
 def test_look_ahead_is_a_duration_defaulting_to_off() -> None:
     args = parse(pools_doc()).strategy_args("LowNodeLoad")
     assert isinstance(args, LowNodeLoadArgs) and args.look_ahead == timedelta(0)

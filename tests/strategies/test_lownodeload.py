@@ -682,6 +682,22 @@ def test_a_target_must_stay_cool_as_its_own_pods_rise() -> None:
     assert moves(ahead) == [] and skips(ahead)["a"].startswith("no low node can take its usage")
 
 
+@pytest.mark.parametrize(("ceiling", "expected"), [("high", [("a", "hot", "target")]), ("goal", [])])
+def test_target_ceiling_goal_fills_a_target_no_higher_than_sources_are_relieved_to(
+    ceiling: str, expected: list[tuple[str, str, str]]
+) -> None:
+    # reliefDepth 0.5: the goal is 50% (4 of 8 cpu). hot (5 cpu) sheds a (1 cpu); target is low at 3.2
+    # cpu and would be at 4.2: under high (4.8), over the goal.
+    objs = [*HOT, *loaded_node("target", [("t", "3200m")])]
+    result = plan(objs, lnl_policy(reliefDepth=0.5, targetCeiling=ceiling))
+    assert moves(result) == expected
+    if not expected:
+        assert (
+            skips(result)["a"]
+            == "no low node can take its usage and stay at or below its relief goal (targetCeiling: goal)"
+        )
+
+
 # hot: 6 cpu of 8, pods in priority order a (0.5), b (0.5), c (1.5), f (3.5).
 BY_PRIORITY = [
     ({"name": "a", "priority": 1}, "500m"),
