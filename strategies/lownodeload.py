@@ -361,6 +361,7 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification
     # Once per pass: how high a target may go; a target must stay cool as its own pods rise too.
     target_high = _node_high(ctx, classified, high_abs)
     below_goal = args.target_ceiling == "goal" and classified.kind == "node" and classified.pool.relief_depth > 0
+    no_target = NO_LOW_NODE_UNDER_GOAL if below_goal else NO_COOL_LOW_NODE  # the refusal when no target is left
     if below_goal:
         # Targets are filled no higher than sources are relieved to: the band between the goal and high
         # is what a moved pod's usage may grow by before its new node is hot.
@@ -389,7 +390,6 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification
                 f"not relieved this cycle: {left}"
             )
             return
-        no_target = NO_LOW_NODE_UNDER_GOAL if below_goal else NO_COOL_LOW_NODE
         _relieve_node(ctx, args, classified, i, low_mask, high_abs, target_high, prod_high, weights, no_target, result)
 
 
