@@ -93,12 +93,20 @@ class EvictionBudget:
     """Counts planned moves against `limits`, each PDB's disruptionsAllowed and, with `migration`,
     a workload's migration limits."""
 
-    def __init__(self, limits: Limits, snapshot: Snapshot, migration: MigrationArgs | None = None) -> None:
+    def __init__(
+        self, limits: Limits, snapshot: Snapshot, migration: MigrationArgs | None = None, *, nodes: int | None = None
+    ) -> None:
         """With `migration`, a workload's moves also count against the arbitration limits the
         migration controller will apply (in-flight jobs, unavailable pods, the workload token
         bucket, the cooldown), so the plan holds no move that would only wait for a limit until
-        its TTL runs out."""
+        its TTL runs out. `nodes`: how many nodes the cycle considers (default: the snapshot's),
+        which a percent maxEvictionsPerCycle is a share of."""
         self.limits = limits
+        considered = len(snapshot.nodes) if nodes is None else nodes
+        self.per_cycle = limits.per_cycle_for(considered)  # maxEvictionsPerCycle as a count
+        cap = limits.max_evictions_per_cycle
+        # How the refusal names the cap: "10", or "5% of 300 nodes = 15".
+        self.per_cycle_text = f"{cap} of {considered} nodes = {self.per_cycle}" if isinstance(cap, str) else str(cap)
         self.snapshot = snapshot
         self.migration = migration
         self.total = 0
@@ -134,14 +142,13 @@ class EvictionBudget:
 
     @property
     def cycle_exhausted(self) -> bool:
-        cap = self.limits.max_evictions_per_cycle
-        return cap is not None and self.total >= cap
+        return self.per_cycle is not None and self.total >= self.per_cycle
 
     def node_refusal(self, node: str) -> Refusal | None:
         """Why no pod at all may leave this node any more this cycle, or None."""
         limits = self.limits
-        if limits.max_evictions_per_cycle is not None and self.total >= limits.max_evictions_per_cycle:
-            return Refusal(code=MAX_EVICTIONS_PER_CYCLE, facts={"limit": limits.max_evictions_per_cycle})
+        if self.cycle_exhausted:
+            return Refusal(code=MAX_EVICTIONS_PER_CYCLE, facts={"limit": self.per_cycle_text})
         if limits.max_evictions_per_node is not None and self.per_node[node] >= limits.max_evictions_per_node:
             return Refusal(code=MAX_EVICTIONS_PER_NODE, subject=node, facts={"limit": limits.max_evictions_per_node})
         return None

@@ -47,7 +47,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
     if policy.node_selector is not None:
         considered = table.matching(policy.node_selector)
     moving = frozenset(f"{j.pod.namespace}/{j.pod.name}" for j in snapshot.jobs if j.active)
-    budget = EvictionBudget(policy.limits, snapshot, policy.migration)
+    budget = EvictionBudget(policy.limits, snapshot, policy.migration, nodes=int(considered.sum()))
     cooling = budget.cooling_nodes
     targets = np.array([name not in cooling for name in table.names], dtype=np.bool_)
     merged = StrategyResult(warnings=[*snapshot.warnings, *_node_warnings(policy, snapshot, considered)])
@@ -100,7 +100,7 @@ def _policy_warnings(policy: Policy, snapshot: Snapshot, metric: Any) -> list[st
     warnings = []
     if not policy.strategies:
         warnings.append("the policy configures no strategy: nothing will ever move")
-    if policy.limits.max_evictions_per_cycle == 0:
+    if policy.limits.max_evictions_per_cycle in (0, "0%"):
         warnings.append("limits.maxEvictionsPerCycle is 0: nothing will ever move")
     uses_load = any(isinstance(config.args, LowNodeLoadArgs) for config in policy.strategies)
     if uses_load and snapshot.nodes and not (metric == METRIC_FRESH).any():

@@ -386,7 +386,7 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification
             # One line instead of a skip for every pod of every remaining hot node.
             left = ", ".join(table.names[classified.rows[j]] for j in ordered[position:])
             result.warnings.append(
-                f"{where}: limit maxEvictionsPerCycle {ctx.policy.limits.max_evictions_per_cycle} reached; "
+                f"{where}: limit maxEvictionsPerCycle {ctx.budget.per_cycle_text} reached; "
                 f"not relieved this cycle: {left}"
             )
             return

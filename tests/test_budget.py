@@ -53,6 +53,15 @@ def test_per_cycle_per_node_and_per_namespace_limits() -> None:
     assert str(b.refusal(by_name(snap, "b"), "n1")) == "limit maxEvictionsPerCycle 3 reached"
 
 
+def test_percent_cycle_limit_is_a_share_of_the_considered_nodes() -> None:
+    # Two nodes in the snapshot: 50% is one move; over 7 considered nodes it is four (3.5 rounded up).
+    b, snap = budget([pod("a", "n1"), pod("b", "n2")], maxEvictionsPerCycle="50%")
+    b.take(by_name(snap, "a"), "n1")
+    assert str(b.refusal(by_name(snap, "b"), "n2")) == "limit maxEvictionsPerCycle 50% of 2 nodes = 1 reached"
+    wide = EvictionBudget(b.limits, snap, nodes=7)
+    assert wide.per_cycle == 4
+
+
 def test_pdb_disruptions_allowed_are_counted_down() -> None:
     b, snap = budget([pod("a", "n1"), pod("b", "n1"), pod("c", "n1"), pdb("web", {"app": "web"}, allowed=2)])
     b.take(by_name(snap, "a"), "n1")

@@ -57,7 +57,7 @@ evictor:
 
 # Moves one cycle may plan. Absent = no limit; 0 = no moves.
 limits:
-  maxEvictionsPerCycle: 10          # default: no limit
+  maxEvictionsPerCycle: 10          # default: no limit; or a share of the nodes considered, "5%" (rounded up)
   maxEvictionsPerNode: 2            # default: no limit
   # maxEvictionsPerNamespace: 5     # default: no limit
 

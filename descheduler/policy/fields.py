@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
@@ -263,4 +264,11 @@ IntOrPercent = Annotated[
     PlainValidator(_parse_int_or_percent),
     WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": r"^\d{1,3}%$"}]}),
 ]
-"""A count (int ≥ 0) or a percent of replicas ("10%")."""
+"""A count (int ≥ 0) or a percent of some total ("10%"): `scaled` resolves it."""
+
+
+def scaled(value: int | str, total: int) -> int:
+    """An IntOrPercent as a count: a percent of `total` rounded up, as Kubernetes rounds maxSurge."""
+    if isinstance(value, int):
+        return value
+    return math.ceil(total * int(value.removesuffix("%")) / 100)

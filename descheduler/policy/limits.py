@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from descheduler.policy.fields import NonNegativeInt, PolicyModel
+from pydantic import Field
+
+from descheduler.policy.fields import IntOrPercent, NonNegativeInt, PolicyModel, scaled
 
 
 class Limits(PolicyModel):
     """How many moves one cycle may plan: unset = no limit, 0 = no moves."""
 
-    max_evictions_per_cycle: NonNegativeInt | None = None
+    max_evictions_per_cycle: IntOrPercent | None = Field(
+        default=None,
+        description='a count, or a percent of the nodes the policy considers ("5%", rounded up), so the cap '
+        "grows with the cluster",
+    )
     max_evictions_per_node: NonNegativeInt | None = None
     max_evictions_per_namespace: NonNegativeInt | None = None
+
+    def per_cycle_for(self, nodes: int) -> int | None:
+        """maxEvictionsPerCycle as a count, in a cycle that considers `nodes` nodes."""
+        cap = self.max_evictions_per_cycle
+        return None if cap is None else scaled(cap, nodes)

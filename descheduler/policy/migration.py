@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from descheduler.policy.fields import Duration, IntOrPercent, NonNegativeInt, PolicyModel, PositiveDuration
+from descheduler.policy.fields import Duration, IntOrPercent, NonNegativeInt, PolicyModel, PositiveDuration, scaled
 
 
 class ObjectLimiter(PolicyModel):
@@ -64,6 +64,4 @@ def workload_limit(value: int | str | None, replicas: int) -> int:
         if replicas <= 3:
             return 1
         return 2 if replicas <= 10 else math.ceil(replicas / 10)
-    if isinstance(value, int):
-        return value
-    return math.ceil(replicas * int(value.removesuffix("%")) / 100)
+    return scaled(value, replicas)

@@ -212,8 +212,21 @@ def test_percent_must_be_a_number(value: Any, described: str) -> None:
 
 
 def test_integer_field_rejects_a_string_number() -> None:
-    [(where, message)] = problems(set_at(minimal(), "limits.maxEvictionsPerCycle", "5"))
-    assert (where, message) == ("limits.maxEvictionsPerCycle", "must be a whole number, got string '5'")
+    [(where, message)] = problems(set_at(minimal(), "limits.maxEvictionsPerNode", "5"))
+    assert (where, message) == ("limits.maxEvictionsPerNode", "must be a whole number, got string '5'")
+
+
+@pytest.mark.parametrize("value", ["5", "150%", "-1%", 2.5, -1])
+def test_cycle_limit_is_a_count_or_a_percent(value: Any) -> None:
+    [(where, message)] = problems(set_at(minimal(), "limits.maxEvictionsPerCycle", value))
+    assert where == "limits.maxEvictionsPerCycle"
+    assert message.startswith('must be a whole number ≥ 0 or a percent string such as "10%" (0–100%), got ')
+
+
+def test_cycle_limit_percent_is_a_share_of_nodes_rounded_up() -> None:
+    limits = parse_policy(yaml.safe_dump(set_at(minimal(), "limits.maxEvictionsPerCycle", "5%"))).limits
+    assert limits.max_evictions_per_cycle == "5%"
+    assert [limits.per_cycle_for(n) for n in (0, 1, 20, 21, 300)] == [0, 1, 1, 2, 15]
 
 
 def test_low_above_high_is_rejected() -> None:

@@ -203,7 +203,7 @@ CASES: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {
         },
         [
             ("scheduling.usageThresholds.cpu", "must be a percent"),
-            ("limits.maxEvictionsPerCycle", "must be ≥ 0"),
+            ("limits.maxEvictionsPerCycle", "must be a whole number ≥ 0 or a percent"),
             ("strategies[1].args.lenderFloor", "must be 'Strict'"),
             ("strategies[2].args.highThresholds", "required"),
             ("migration.evictBurst", "must be ≥ 1"),

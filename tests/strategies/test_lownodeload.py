@@ -421,11 +421,13 @@ def spread_targets(count: int = 3) -> list[Obj]:
         ({}, 3),
         ({"maxEvictionsPerCycle": 2}, 2),
         ({"maxEvictionsPerCycle": 0}, 0),
+        ({"maxEvictionsPerCycle": "40%"}, 2),  # 40% of the 4 nodes, rounded up
+        ({"maxEvictionsPerCycle": "0%"}, 0),
         ({"maxEvictionsPerNode": 1}, 1),
         ({"maxEvictionsPerNamespace": 2}, 2),
     ],
 )
-def test_limits(limits: dict[str, int], moved: int) -> None:
+def test_limits(limits: dict[str, int | str], moved: int) -> None:
     objs = [*loaded_node("hot", SEVEN), *spread_targets()]
     result = plan(objs, lnl_policy(limits=limits, podSortKeys=["name"]))
     assert [m[0] for m in moves(result)] == ["p0", "p1", "p2"][:moved]
@@ -439,6 +441,20 @@ def test_limits(limits: dict[str, int], moved: int) -> None:
             assert limit_skips == [] and len(limit_warnings) == 1
 
 
+def test_percent_cycle_limit_counts_only_the_nodes_the_policy_considers() -> None:
+    # 5 nodes, 4 of them labelled: 25% of the 4 considered is one move (of all 5 it would be two).
+    labelled = {"labels": {"pool": "a"}}
+    objs = [
+        *loaded_node("hot", SEVEN, **labelled),
+        *[o for i in range(3) for o in loaded_node(f"cool{i}", [], **labelled)],
+        *loaded_node("other", []),
+    ]
+    text = lnl_policy(limits={"maxEvictionsPerCycle": "25%"}, podSortKeys=["name"]) + "nodeSelector: {pool: a}\n"
+    result = plan(objs, text)
+    assert [m[0] for m in moves(result)] == ["p0"]
+    assert any("limit maxEvictionsPerCycle 25% of 4 nodes = 1 reached" in w for w in result.plan.warnings)
+
+
 def test_limit_reasons_name_the_limit() -> None:
     objs = [*loaded_node("hot", SEVEN), *spread_targets()]
     warnings = plan(objs, lnl_policy(limits={"maxEvictionsPerNode": 1}, podSortKeys=["name"])).plan.warnings
@@ -447,8 +463,9 @@ def test_limit_reasons_name_the_limit() -> None:
     assert sk["p1"] == "limit maxEvictionsPerNamespace 1 reached in default"
 
 
-def test_zero_cycle_limit_warns_that_nothing_will_move() -> None:
-    result = plan([*loaded_node("hot", SEVEN), *COOL], lnl_policy(limits={"maxEvictionsPerCycle": 0}))
+@pytest.mark.parametrize("zero", [0, "0%"])
+def test_zero_cycle_limit_warns_that_nothing_will_move(zero: int | str) -> None:
+    result = plan([*loaded_node("hot", SEVEN), *COOL], lnl_policy(limits={"maxEvictionsPerCycle": zero}))
     assert "limits.maxEvictionsPerCycle is 0: nothing will ever move" in result.plan.warnings
 
 
