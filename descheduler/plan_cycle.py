@@ -100,7 +100,7 @@ def _policy_warnings(policy: Policy, snapshot: Snapshot, metric: Any) -> list[st
     warnings = []
     if not policy.strategies:
         warnings.append("the policy configures no strategy: nothing will ever move")
-    if policy.limits.max_evictions_per_cycle in (0, "0%"):
+    if policy.limits.never_moves:
         warnings.append("limits.maxEvictionsPerCycle is 0: nothing will ever move")
     uses_load = any(isinstance(config.args, LowNodeLoadArgs) for config in policy.strategies)
     if uses_load and snapshot.nodes and not (metric == METRIC_FRESH).any():

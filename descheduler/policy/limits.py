@@ -18,6 +18,11 @@ class Limits(PolicyModel):
     max_evictions_per_node: NonNegativeInt | None = None
     max_evictions_per_namespace: NonNegativeInt | None = None
 
+    @property
+    def never_moves(self) -> bool:
+        """maxEvictionsPerCycle allows no move whatever the cluster's size (0, or a percent of 0)."""
+        return self.per_cycle_for(1) == 0
+
     def per_cycle_for(self, nodes: int) -> int | None:
         """maxEvictionsPerCycle as a count, in a cycle that considers `nodes` nodes."""
         cap = self.max_evictions_per_cycle

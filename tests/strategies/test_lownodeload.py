@@ -463,7 +463,7 @@ def test_limit_reasons_name_the_limit() -> None:
     assert sk["p1"] == "limit maxEvictionsPerNamespace 1 reached in default"
 
 
-@pytest.mark.parametrize("zero", [0, "0%"])
+@pytest.mark.parametrize("zero", [0, "0%", "00%"])
 def test_zero_cycle_limit_warns_that_nothing_will_move(zero: int | str) -> None:
     result = plan([*loaded_node("hot", SEVEN), *COOL], lnl_policy(limits={"maxEvictionsPerCycle": zero}))
     assert "limits.maxEvictionsPerCycle is 0: nothing will ever move" in result.plan.warnings
