@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -291,6 +292,30 @@ def ready(pod: Obj) -> bool:
 def list_pods(kube: KubeClient, namespace: str) -> list[Obj]:
     items: list[Obj] = kube.get_json(f"/api/v1/namespaces/{namespace}/pods")["items"]
     return items
+
+
+def pods_report(kube: KubeClient, namespace: str) -> str:
+    """For a failure message: the namespace's pods counted by phase, node and readiness, why the
+    unbound ones are not scheduled, and the scheduling events (reason, count, latest message)."""
+    pods = list_pods(kube, namespace)
+    states = Counter(
+        f"{(p.get('status') or {}).get('phase', '?')} on {p['spec'].get('nodeName') or 'no node'}"
+        + (" Ready" if ready(p) else "")
+        for p in pods
+    )
+    waiting = Counter(
+        c.get("message") or c.get("reason") or "?"
+        for p in pods
+        if not p["spec"].get("nodeName")
+        for c in (p.get("status") or {}).get("conditions") or []
+        if c.get("type") == "PodScheduled"
+    )
+    events: dict[str, tuple[int, str]] = {}
+    for event in kube.get_json(f"/api/v1/namespaces/{namespace}/events")["items"]:
+        if event.get("involvedObject", {}).get("kind") == "Pod" and event.get("reason") != "Scheduled":
+            count, _ = events.get(event["reason"], (0, ""))
+            events[event["reason"]] = (count + int(event.get("count") or 1), event.get("message", ""))
+    return f"{len(pods)} pods {dict(states)}; unscheduled because {dict(waiting)}; events {events}"
 
 
 def clean_up(kube: KubeClient, namespace: str, nodes: Iterable[str], deployments: Iterable[str]) -> None:

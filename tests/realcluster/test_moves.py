@@ -46,6 +46,7 @@ from moves_support import (
     extender_process,
     list_pods,
     phase,
+    pods_report,
     reached_step,
     ready,
     scheduler_configuration,
@@ -125,6 +126,15 @@ class Components:
     controller_kubeconfig: Path  # the `descheduler` ServiceAccount's token
     control_plane: ControlPlane
 
+    def state(self, stage: Stage) -> str:
+        """For a failure message: the stage's pods and events, the stand-ins' errors and every
+        process's log tail."""
+        errors = [part.errors[:5] for part in (stage.standin, stage.publisher) if part is not None]
+        return (
+            f"{pods_report(stage.kube, stage.namespace)}; stand-in errors {errors}\n"
+            f"--- extender\n{self.extender.tail()}\n{self.control_plane.logs()}"
+        )
+
 
 @pytest.fixture(scope="module")
 def components(
@@ -189,7 +199,7 @@ class Stage:
         return [*self.hot_nodes, *self.cool_nodes]
 
 
-def prepare(stage: Stage, scheduler_name: str | None) -> dict[str, int]:
+def prepare(stage: Stage, components: Components, scheduler_name: str | None) -> dict[str, int]:
     """The workloads placed on the hot nodes alone (cool ones cordoned), every pod Running and Ready;
     then the cool nodes opened and the workloads' load raised. Returns the pods per hot node."""
     kube, namespace = stage.kube, stage.namespace
@@ -213,7 +223,7 @@ def prepare(stage: Stage, scheduler_name: str | None) -> dict[str, int]:
         all_ready,
         SLACK * (STARTUP + total * 0.2),
         "every pod Running and Ready",
-        lambda: stage.standin and stage.standin.errors,
+        lambda: components.state(stage),
     )
     per_node: dict[str, int] = {}
     for pod in list_pods(kube, namespace):
@@ -451,7 +461,7 @@ def test_with_the_extender_every_move_lands_on_its_reservation(components: Compo
     stage.hot_nodes = node_names(stage.run, "hot", 3)
     stage.cool_nodes = node_names(stage.run, "cool", 3)
     stage.workloads = {"web": 48, "api": 48}
-    per_node = prepare(stage, LOAD_AWARE_SCHEDULER)
+    per_node = prepare(stage, components, LOAD_AWARE_SCHEDULER)
     moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
     assert moves >= 20, f"the layout needs only {moves} moves: {per_node}"
     began = time.monotonic()
@@ -491,7 +501,7 @@ def test_with_the_stock_scheduler_no_job_fails_for_want_of_a_reservation(
     stage.hot_nodes = node_names(stage.run, "hot", 2)
     stage.cool_nodes = node_names(stage.run, "cool", 2)
     stage.workloads = {"shop": 32, "cart": 32}
-    per_node = prepare(stage, None)
+    per_node = prepare(stage, components, None)
     moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
     began = time.monotonic()
     # Its own namespace for the Leases: no scheduler Lease there, as on a cluster without the extender.
@@ -567,7 +577,7 @@ def test_controller_killed_at_each_step_evicts_once_and_decides_every_job(
     stage.hot_nodes = node_names(stage.run, "hot", 1)
     stage.cool_nodes = node_names(stage.run, "cool", 2)
     stage.workloads = {"shop": 34}
-    per_node = prepare(stage, LOAD_AWARE_SCHEDULER)
+    per_node = prepare(stage, components, LOAD_AWARE_SCHEDULER)
     moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
     assert moves >= len(STEPS), per_node
     recorder = stage.recorder
