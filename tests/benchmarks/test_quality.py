@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.baseline import SpreadScheduler, baseline_policy_text, register_baseline
 from benchmarks.quality import (
@@ -18,11 +21,12 @@ from benchmarks.quality import (
     LIMITS,
     LOW,
     Minimum,
+    Need,
     QualitySimulation,
     SeenPod,
     coarse,
     contenders,
-    fewest_covering,
+    fewest_for_all,
     ours_policy,
     removals_needed,
     render_quality,
@@ -48,43 +52,77 @@ def _owned(name: str, cpu: str = "2", priority: int | None = None) -> dict[str, 
     return {"name": name, "cpu": cpu, "owner": f"rs-{name}", "priority": priority}
 
 
-@pytest.mark.parametrize(
-    ("vectors", "need", "expected"),
-    [
-        ([[1, 1]], [0, -5], (0, True)),  # not hot: nothing to shed
-        ([[3, 0], [2, 0], [2, 0]], [4, 0], (2, True)),  # the largest first: 3 + 2
-        ([[1, 1], [1, 1]], [3, 0], (None, True)),  # not even all of them
-        # One resource alone needs one pod (either 5), but no single pod covers both: two.
-        ([[5, 0], [0, 5], [1, 1]], [4, 4], (2, True)),
-        ([[4, 4], [5, 0], [0, 5]], [4, 4], (1, True)),
-    ],
-)
-def test_fewest_covering_is_the_smallest_set_reaching_every_column(
-    vectors: list[list[float]], need: list[float], expected: tuple[int | None, bool]
-) -> None:
-    assert fewest_covering(vectors, need) == expected
+def _need(hour: float, over: tuple[float, ...], usage: dict[str, tuple[float, ...]], fixed: str = "") -> Need:
+    return Need(hour, over, usage, frozenset(usage) - set(fixed))
 
 
-def test_fewest_covering_falls_back_to_a_lower_bound_for_many_pods() -> None:
-    vectors = [[1.0, 0.0]] * 20 + [[0.0, 1.0]] * 20
-    assert fewest_covering(vectors, [3, 2]) == (3, False)  # the true answer is 5; 3 is a bound below it
+def test_the_minimum_covers_every_cycle_with_one_set_of_pods() -> None:
+    # Each cycle alone needs one pod, but a different one: any single pod leaves a cycle over.
+    needs = [_need(1, (3, 0), {"a": (4, 0), "b": (1, 0)}), _need(2, (3, 0), {"a": (1, 0), "b": (4, 0)})]
+    assert fewest_for_all(needs) == (2, True, None)
+    # One pod large at both cycles covers both.
+    needs.append(_need(3, (3, 0), {"a": (1, 0), "b": (1, 0), "c": (5, 0)}))
+    needs[:2] = [_need(h, (3, 0), {**n.usage, "c": (3, 0)}) for h, n in zip((1, 2), needs[:2], strict=True)]
+    assert fewest_for_all(needs) == (1, True, None)
 
 
-def test_removals_needed_counts_evictable_pods_on_hot_nodes_only() -> None:
-    # hot: 10 cpu, pods using 3 + 3 + 2 = 8 cpu (80% > 70%): shedding 1 cpu takes one pod.
+def test_the_minimum_counts_a_pod_gone_at_a_cycle_it_could_not_be_evicted() -> None:
+    # c can be evicted at the first cycle only; once gone, its usage is gone at the second too.
+    needs = [
+        _need(1, (2, 0), {"a": (1, 0), "c": (3, 0)}),
+        _need(2, (2, 0), {"a": (1, 0), "b": (1, 0), "c": (3, 0)}, fixed="c"),
+    ]
+    assert fewest_for_all(needs) == (1, True, None)
+
+
+def test_the_minimum_needs_every_resource_and_leaves_out_cycles_nothing_covers() -> None:
+    needs = [
+        _need(1, (4, 4), {"a": (5, 0), "b": (0, 5), "c": (1, 1)}),
+        _need(2.5, (9, 0), {"a": (1, 0), "b": (1, 0), "c": (1, 0)}),  # not even all three
+        _need(4, (-1, -2), {"a": (5, 5)}),  # not over at all
+    ]
+    assert fewest_for_all(needs) == (2, True, 2.5)
+    assert fewest_for_all([]) == (0, True, None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 6), min_size=5, max_size=5), min_size=1, max_size=6), st.data())
+def test_the_minimum_is_the_smallest_covering_set(usage_rows: list[list[int]], data: st.DataObject) -> None:
+    """Against enumeration of every set of the five pods, smallest first."""
+    overs = [data.draw(st.integers(1, sum(row) or 1)) for row in usage_rows]
+    needs = [
+        _need(h, (over,), {f"p{i}": (float(u),) for i, u in enumerate(row)})
+        for h, (row, over) in enumerate(zip(usage_rows, overs, strict=True))
+    ]
+    covered = [(row, over) for row, over in zip(usage_rows, overs, strict=True) if sum(row) >= over]
+    expected = next(
+        k
+        for k in range(6)
+        if any(
+            all(sum(row[i] for i in chosen) >= over for row, over in covered) for chosen in combinations(range(5), k)
+        )
+    )
+    count, exact, _ = fewest_for_all(needs)
+    assert (count, exact) == (expected, True)
+
+
+def test_removals_needed_reads_hot_nodes_only() -> None:
+    # hot: 10 cpu, pods using 3 + 3 + 2 = 8 cpu (80% > 70%): 1 cpu over.
     objects = b.loaded_node("hot", [(_owned("a"), "3"), (_owned("b"), "3"), (_owned("c"), "2")], cpu="10")
     objects += b.loaded_node("cool", [(_owned("d"), "1")], cpu="10")
-    needed = removals_needed(b.snapshot(objects), ours_policy())
-    assert needed == {"hot": (1, True)}
+    needed = removals_needed(b.snapshot(objects), ours_policy(), 1.5)
+    assert list(needed) == ["hot"]
+    need = needed["hot"]
+    assert (need.hour, need.over[0]) == (1.5, 1000.0)
+    assert {key.rsplit("/", 1)[-1]: u[0] for key, u in need.usage.items()} == {"a": 3000, "b": 3000, "c": 2000}
+    assert need.evictable == frozenset(need.usage)
 
 
-def test_the_minimum_is_each_nodes_worst_cycle_summed() -> None:
+def test_the_days_minimum_sums_the_nodes() -> None:
     minimum = Minimum()
-    minimum.add(600, {"a": (1, True), "b": (2, True)})
-    minimum.add(1200, {"a": (3, True), "c": (None, True)})
-    minimum.add(1800, {"b": (1, False)})
-    assert (minimum.moves, minimum.exact, minimum.cycles) == (5, False, 3)
-    assert minimum.unreachable == {"c": 0.33}
+    minimum.add({"a": _need(0.5, (3, 0), {"x": (4, 0), "y": (1, 0)}), "b": _need(0.5, (1, 0), {"z": (2, 0)})})
+    minimum.add({"a": _need(1, (3, 0), {"x": (1, 0), "y": (4, 0)}), "c": _need(1, (5, 0), {"w": (1, 0)})})
+    assert minimum.solve() == {"moves": 3, "exact": True, "nodes": 3, "cycles": 2, "unreachable": {"c": 1}}
 
 
 def _run(evictions: int, hot: float, ratio: float | None = 1.0, ping: int = 0) -> dict[str, Any]:

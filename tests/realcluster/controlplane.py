@@ -441,13 +441,14 @@ class ControlPlane:
         return self._start("kube-controller-manager", launch)
 
     def start_scheduler(self, config: Path | None = None) -> Process:
-        """kube-scheduler, with a KubeSchedulerConfiguration file when given (e.g. one naming an extender)."""
+        """kube-scheduler, with a KubeSchedulerConfiguration file when given (e.g. one naming an
+        extender); then it logs each pod it could not schedule and why (-v=2), for a failure message."""
         kubeconfig = str(self.kubeconfig)
 
         def launch() -> tuple[list[str], str, str, ssl.SSLContext | None]:
             port = free_port()
             args = _component_args(kubeconfig, port)
-            args += [f"--config={config}"] if config is not None else ["--leader-elect=false"]
+            args += [f"--config={config}", "--v=2"] if config is not None else ["--leader-elect=false"]
             return args, f"https://127.0.0.1:{port}/healthz", "ok", _insecure()
 
         return self._start("kube-scheduler", launch)
