@@ -3,6 +3,7 @@ alone; and a short run under faults (the smoke-sized soak) keeps every count at 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -119,6 +120,8 @@ def test_a_short_soak_under_every_kind_of_fault_keeps_every_count_at_zero() -> N
     options = SoakOptions(nodes=20, hours=2.0, seed=3, faults_per_hour=36, start_hour=4.5)
     figures = run_soak(options)
     summary = {k: v for k, v in figures.items() if k != "faultLog"}
+    # pytest shortens a long dict in the assertion; the violations' details say what went wrong.
+    print(json.dumps(summary, indent=1, default=str))
     assert figures["invariants"] == dict.fromkeys(figures["invariants"], 0), summary
     assert figures["faults"] >= 60, summary
     assert set(figures["faultsByKind"]) >= set(FAULT_KINDS) - MID_MOVE, summary
