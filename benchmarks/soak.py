@@ -417,7 +417,7 @@ class Injector:
         self.pending: list[tuple[float, str]] = []  # mid-move faults waiting for a move in flight
         self.faults: list[Fault] = []
         self.dropped: Counter[str] = Counter()
-        self.on_node_deleted: Callable[[str, dict[str, Any]], None] | None = None
+        self.on_node_deleted: Callable[[str], None] | None = None
 
     def step(self, now: float) -> None:
         while self.schedule and self.schedule[0][0] <= now:
@@ -538,7 +538,7 @@ class Injector:
                 return None
             node = store.get("nodes", target)
             if self.on_node_deleted is not None:
-                self.on_node_deleted(target, job)
+                self.on_node_deleted(target)
             store.delete("nodes", target)
 
             def rejoin() -> None:
@@ -737,22 +737,34 @@ class Auditor:
             else:
                 self.violation("podsLost", detail)
 
-    def node_deleted(self, node: str, job: dict[str, Any]) -> None:
-        """A fault deleted `node`: the workloads of its pods, and of the move headed there, may stay
-        short until the cluster has room for them elsewhere; that is the fault's doing."""
+    def node_deleted(self, node: str) -> None:
+        """A fault deleted `node`: the workloads of its pods, and of every move headed there (its
+        Reservation or target on the node), may stay short until the cluster has room for them
+        elsewhere; that is the fault's doing."""
+        now = self.store.clock()
         for pod in self.store.list("pods"):
             ref = controller_ref(pod)
             if ref is not None and (pod.get("spec") or {}).get("nodeName") == node:
-                self.with_node[f"{pod['metadata']['namespace']}/{ref.get('name')}"] = self.store.clock()
-        ref = (job.get("spec") or {}).get("podRef") or {}
-        namespace = ref.get("namespace", "")
-        workload = ((job.get("status") or {}).get("workload") or {}).get("name")
-        if not workload:  # not started yet: the pod still runs and names its controller
-            with contextlib.suppress(ApiError):
-                owner = controller_ref(self.store.get("pods", ref.get("name", ""), namespace))
-                workload = owner.get("name") if owner else None
-        if workload:
-            self.with_node[f"{namespace}/{workload}"] = self.store.clock()
+                self.with_node[f"{pod['metadata']['namespace']}/{ref.get('name')}"] = now
+        held = {
+            r["metadata"]["name"]
+            for r in self.store.list(RESERVATIONS)
+            if (r.get("spec") or {}).get("nodeName") == node
+        }
+        for job in self.store.list(MIGRATION_JOBS):
+            status = job.get("status") or {}
+            headed = status.get("targetNode") == node or (status.get("reservationRef") or {}).get("name") in held
+            if phase(job) in TERMINAL_PHASES or not headed:
+                continue
+            ref = (job.get("spec") or {}).get("podRef") or {}
+            namespace = ref.get("namespace", "")
+            workload = (status.get("workload") or {}).get("name")
+            if not workload:  # not started yet: the pod still runs and names its controller
+                with contextlib.suppress(ApiError):
+                    owner = controller_ref(self.store.get("pods", ref.get("name", ""), namespace))
+                    workload = owner.get("name") if owner else None
+            if workload:
+                self.with_node[f"{namespace}/{workload}"] = now
 
     def planned_on_unreadable(self, now: float, result: CycleResult, load_failed: bool) -> None:
         """A cycle that submitted moves although its load read failed, or with a source or target

@@ -133,10 +133,43 @@ def test_a_workload_short_after_a_fault_deleted_its_node_is_reported_apart(serve
     rs = replicaset("web", 1)
     server.store.load([node("n1"), rs, _running("web-0", owner=rs), _job("job-1", "web-0")])
     auditor = _auditor(server)
-    auditor.node_deleted("n1", {"spec": {"podRef": {"namespace": "default", "name": "web-0"}}})
+    auditor.node_deleted("n1")
     server.store.delete("nodes", "n1")
     server.store.delete("pods", "web-0", "default", grace_period_seconds=0)  # the pod GC's doing
     auditor.after(T0, leaders=1)
     auditor.after(T0 + 90, leaders=1)
     assert "podsLost" not in auditor.violations
     assert auditor.short_after_node_loss == [f"default/web: 0/1 ready for 90s at {T0 + 90:.0f}"]
+
+
+def test_every_move_headed_to_a_deleted_node_is_the_faults_doing(server: FakeApiServer) -> None:
+    """The fault deletes one move's target; other moves headed there (by target or Reservation) lose
+    their place too, and their workloads may stay short; a move elsewhere does not."""
+    objects: list[dict[str, Any]] = [node("n1"), node("n2"), node("n3")]
+    jobs = {"web": ("n2", None), "api": (None, "r-api"), "db": ("n3", None)}
+    for app, (target, reservation) in jobs.items():
+        rs = replicaset(app, 1)
+        job = _job(f"move-{app}", f"{app}-0")
+        job["status"] = {"phase": "Running", "workload": {"name": app}}
+        if target:
+            job["status"]["targetNode"] = target
+        if reservation:
+            job["status"]["reservationRef"] = {"name": reservation}
+        objects += [rs, _running(f"{app}-0", owner=rs, app=app), job]
+    objects.append(
+        {
+            "apiVersion": "descheduler.dev/v1alpha1",
+            "kind": "Reservation",
+            "metadata": {"name": "r-api"},
+            "spec": {"nodeName": "n2"},
+        }
+    )
+    server.store.load(objects)
+    auditor = _auditor(server)
+    auditor.node_deleted("n2")
+    for app in jobs:
+        server.store.delete("pods", f"{app}-0", "default", grace_period_seconds=0)  # evicted, not replaced yet
+    auditor.after(T0, leaders=1)
+    auditor.after(T0 + 90, leaders=1)
+    assert sorted(d.split(":")[0] for d in auditor.short_after_node_loss) == ["default/api", "default/web"]
+    assert [d.split(":")[0] for d in auditor.violations["podsLost"]] == ["default/db"]
