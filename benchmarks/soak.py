@@ -61,12 +61,14 @@ from descheduler.extender import CacheSource, Extender, ExtenderServer
 from descheduler.extender.command import EXTENDER_KINDS
 from descheduler.extender.reservations import ReservationWriter
 from descheduler.fakecluster.apiserver import ApiError, Faults, Store
+from descheduler.fakecluster.apiserver.faults import AuditEntry
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.metrics import MetricsPublisher
 from descheduler.fakecluster.pods import controller_ref, is_ready, is_terminating
 from descheduler.fakecluster.scheduler import ExtenderConfig
 from descheduler.fakecluster.traces import trace_scenario
 from descheduler.kube import CLUSTER_KINDS, MIGRATION_JOBS, RESERVATIONS, ClusterCache, connect
+from descheduler.kube.client import USER_AGENT
 from descheduler.labels import LabelSelector
 from descheduler.loadsource import cache_kinds, reader_for
 from descheduler.migration.api import Evictions, MigrationApi
@@ -213,6 +215,9 @@ class Replica:
         options = world.options
         self.policy_file = PolicyFile(world.policy_path)  # first: an invalid policy stops the start
         self.kube = connect(world.kubeconfig, None, qps=10_000, burst=10_000, timeout=options.client_timeout)
+        # Its own User-Agent, so the audit log tells this replica's requests from the others'.
+        self.user_agent = f"{USER_AGENT} ({identity})"
+        self.kube.api_client.user_agent = self.user_agent
         policy = self.policy_file.policy
         self.cache = ClusterCache(
             self.kube, kinds=(*CLUSTER_KINDS, *cache_kinds(policy.load_source)), backoff=(0.05, 1.0)
@@ -785,6 +790,17 @@ class Auditor:
             self.violation("orphanReservations", name)
 
 
+def load_read_failed(entries: list[AuditEntry], user_agent: str) -> bool:
+    """Whether the client `user_agent` asked metrics.k8s.io and the last answer to one of its paths
+    was an error: a read retried to success read the load; one that ended on an error did not (the
+    audit log tells the replica's requests from the extender's and the other replica's)."""
+    last: dict[str, int] = {}
+    for entry in entries:
+        if entry.user_agent == user_agent and re.search(METRICS_PATH, entry.path):
+            last[entry.path] = entry.status
+    return any(status >= 300 for status in last.values())
+
+
 def _node_metric_ages(store: Store, now: float) -> dict[str, float]:
     ages = {}
     for metric in store.list("nodes.metrics.k8s.io"):
@@ -828,12 +844,10 @@ def run_soak(options: SoakOptions, progress: Callable[[float], None] | None = No
                 injector.ready(now)
             auditor.before()
             if leader is not None:
-                load_errors = sum(world.faults.served(f.handle) for f in injector.faults if f.kind == "load-error")
+                mark = world.faults.audit_length()
                 result = leader.work(now)
                 if result is not None:
-                    failed = load_errors != sum(
-                        world.faults.served(f.handle) for f in injector.faults if f.kind == "load-error"
-                    )
+                    failed = load_read_failed(world.faults.audit_log(mark), leader.user_agent)
                     cycles["planned" if result.plan is not None else "skipped"] += 1
                     auditor.planned_on_unreadable(now, result, failed)
                     if result.plan is not None:

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from benchmarks.soak import FAULT_KINDS, MID_MOVE, Auditor, SoakOptions, run_soak
+from benchmarks.soak import FAULT_KINDS, MID_MOVE, Auditor, SoakOptions, load_read_failed, run_soak
 from descheduler.fakecluster.apiserver import FakeApiServer, Store
+from descheduler.fakecluster.apiserver.faults import AuditEntry
 from descheduler.fakecluster.clock import SimClock
 from descheduler.fakecluster.traces import traces_dir
 from descheduler.policy import default_policy
@@ -173,3 +174,20 @@ def test_every_move_headed_to_a_deleted_node_is_the_faults_doing(server: FakeApi
     auditor.after(T0 + 90, leaders=1)
     assert sorted(d.split(":")[0] for d in auditor.short_after_node_loss) == ["default/api", "default/web"]
     assert [d.split(":")[0] for d in auditor.violations["podsLost"]] == ["default/db"]
+
+
+def test_a_load_read_fails_when_its_last_answer_is_an_error_not_when_a_retry_succeeds() -> None:
+    """Judged on the replica's own requests: another client's errors (the extender reads the load
+    too) say nothing of this one's read."""
+    nodes, pods = "/apis/metrics.k8s.io/v1beta1/nodes", "/apis/metrics.k8s.io/v1beta1/pods"
+
+    def answers(*entries: tuple[str, str, int]) -> list[AuditEntry]:
+        return [AuditEntry(T0, "GET", path, "list", status, agent) for agent, path, status in entries]
+
+    retried = answers(("a", nodes, 503), ("a", nodes, 503), ("a", nodes, 200), ("a", pods, 200))
+    assert not load_read_failed(retried, "a")
+    gave_up = answers(("a", nodes, 200), ("a", pods, 500), ("a", pods, 500))
+    assert load_read_failed(gave_up, "a")
+    others = answers(("extender", nodes, 503), ("a", nodes, 200), ("b", pods, 500), ("a", "/api/v1/pods", 500))
+    assert not load_read_failed(others, "a")
+    assert load_read_failed(others, "b")

@@ -25,11 +25,13 @@ _REASONS = {
 
 @dataclass(frozen=True, slots=True)
 class RequestInfo:
-    """What a fault rule matches on: the HTTP method, the path (no query) and the Kubernetes verb."""
+    """What a fault rule matches on: the HTTP method, the path (no query) and the Kubernetes verb;
+    and the client's User-Agent, for the audit log."""
 
     method: str
     path: str
     verb: str
+    user_agent: str = ""
 
 
 @dataclass(slots=True)
@@ -68,6 +70,7 @@ class AuditEntry:
     path: str
     verb: str
     status: int
+    user_agent: str = ""  # as the real audit log's userAgent: which client asked
 
 
 @dataclass(slots=True)
@@ -200,7 +203,15 @@ class Faults:
     def audited(self, request: RequestInfo, status: int) -> None:
         with self._lock:
             if self._audit is not None:
-                self._audit.append(AuditEntry(self.store.clock(), request.method, request.path, request.verb, status))
+                entry = AuditEntry(
+                    self.store.clock(), request.method, request.path, request.verb, status, request.user_agent
+                )
+                self._audit.append(entry)
+
+    def audit_length(self) -> int:
+        """How many answers the audit log holds (a mark for `audit_log(since=…)`)."""
+        with self._lock:
+            return 0 if self._audit is None else len(self._audit)
 
     def audit_log(self, since: int = 0) -> list[AuditEntry]:
         """The answered requests recorded since `start_audit`, from the `since`-th on."""

@@ -100,7 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
             failure: ApiError | None = error
         else:
             failure = None
-        info = RequestInfo(self.command, url.path, target.verb if target else "")
+        info = RequestInfo(self.command, url.path, target.verb if target else "", self.headers.get("User-Agent", ""))
         faults.record(info)
         delay = faults.delay_for(info)
         if delay > 0:

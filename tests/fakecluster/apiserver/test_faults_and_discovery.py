@@ -97,6 +97,8 @@ def test_the_audit_log_has_every_answer_with_its_status_once_started(core: Any, 
         ("GET", "get", "/api/v1/namespaces/default/pods/missing", 404),
     ]
     assert server.faults.audit_log(since=2) == log[2:]
+    assert server.faults.audit_length() == 3
+    assert {e.user_agent for e in log} == {core.api_client.user_agent}  # which client asked
 
 
 def test_requests_are_counted_per_verb_and_path(core: Any, server: FakeApiServer) -> None:
