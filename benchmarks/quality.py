@@ -28,6 +28,13 @@ replacement moved again within FLAP_SECONDS, a move that did not last), failed o
 workloads moved more than once (at any time: bursty usage can make a later move right), and moves ÷ the
 hindsight minimum.
 
+Where a contender's hot-node-minutes come from: its hot spells (a node above high from one sample to the
+first sample it is not), the minutes of each before the first cycle at or after its start (no cycle
+could act on it yet), and those on nodes the contender had moved a pod off or onto before the spell
+began. The reaction floor is off's waiting minutes of each node's first spell: a controller that moves
+pods off a node only once it reads it above high pays at least these on every node it moved no pod
+onto before (until then the node's usage is off's), whatever it does after.
+
 The hindsight minimum is a lower bound on the evictions any controller needs to keep every node ≤ high
 at every cycle of the off run: per node, the fewest of its pods whose removal, once and for all, brings
 it ≤ high on cpu and memory at every cycle it was above (an integer program: a pod evicted at any time
@@ -43,7 +50,7 @@ import json
 import math
 import os
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -285,6 +292,18 @@ class SeenPod:
     bound: float  # seconds since the run began, when first seen bound
 
 
+@dataclass(frozen=True, slots=True)
+class Spell:
+    """A node above high by the kubelet's usage, from one sample until the first sample it is not."""
+
+    node: str
+    start: float  # seconds since the run began
+    minutes: float
+    waiting: float  # the minutes of it before the first cycle at or after its start: no cycle could act yet
+    first: bool  # the node's first spell of the run
+    touched: bool  # the contender had moved a pod off or onto the node before the spell began
+
+
 class QualityRecord(SimulationRecord):
     """Adds each cycle's removals needed to the hindsight minimum when asked (the off run)."""
 
@@ -398,13 +417,12 @@ class QualitySimulation(Simulation):
         )
         return sum(1 for owner, n in evicted.items() if owner and n > 1)
 
-    def ping_pong(self) -> list[str]:
-        """Moves whose replacement landed on a node hot (by usage) at the next cycle; replacements moved
-        again within FLAP_SECONDS of being bound."""
-        found: list[str] = []
-        cycle_times = [c.seconds for c in self.record.cycles]
+    def _replacements(self) -> list[tuple[str, dict[str, Any], float, SeenPod | None]]:
+        """Every job that evicted, in eviction order: (name, job, evicted at, its replacement as first
+        seen bound; None when none was). The replacement is the job's newPodRef, else the owner's first
+        pod created after the eviction that no earlier job claimed."""
+        out: list[tuple[str, dict[str, Any], float, SeenPod | None]] = []
         claimed: set[str] = set()
-        replacements: dict[str, tuple[str, float]] = {}  # replacement pod key -> the job that placed it, bound at
         jobs = sorted(self.record.jobs.items(), key=lambda kv: _evicted_at(kv[1], self.record.began) or 0.0)
         for name, job in jobs:
             evicted = _evicted_at(job, self.record.began)
@@ -425,21 +443,73 @@ class QualitySimulation(Simulation):
                 ]
                 new = min(candidates)[1] if candidates else ""
             seen = self.seen.get(new)
+            if seen is not None:
+                claimed.add(new)
+            out.append((name, job, evicted, seen))
+        return out
+
+    def ping_pong(self) -> list[str]:
+        """Moves whose replacement landed on a node hot (by usage) at the next cycle; replacements moved
+        again within FLAP_SECONDS of being bound."""
+        found: list[str] = []
+        cycle_times = [c.seconds for c in self.record.cycles]
+        moves = self._replacements()
+        placed_by: dict[str, tuple[str, float]] = {}  # replacement pod key -> the job that placed it, bound at
+        for name, _, _, seen in moves:
             if seen is None:
                 continue
-            claimed.add(new)
-            replacements[seen.key] = (name, seen.bound)
+            placed_by[seen.key] = (name, seen.bound)
             later = [t for t in cycle_times if t >= seen.bound]
             if later and seen.node in self.hot_at(later[0]):
                 found.append(f"{name}: the replacement {seen.key} landed on {seen.node}, hot at the next cycle")
-        for name, job in jobs:
+        for name, job, evicted, _ in moves:
             ref = (job.get("spec") or {}).get("podRef") or {}
             key = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
-            placed, bound = replacements.get(key, (name, 0.0))
-            evicted = _evicted_at(job, self.record.began)
-            if placed != name and evicted is not None and evicted - bound < FLAP_SECONDS:
+            placed, bound = placed_by.get(key, (name, 0.0))
+            if placed != name and evicted - bound < FLAP_SECONDS:
                 found.append(f"{name}: moves {key} again {(evicted - bound) / 60:.0f} min after {placed} placed it")
         return found
+
+    def hot_spells(self) -> list[Spell]:
+        """Every stretch of consecutive samples a node was hot, in order of start."""
+        cycle_times = [c.seconds for c in self.record.cycles]
+        moves = self._replacements()
+        touched: list[tuple[float, str]] = [
+            (evicted, node)
+            for name, _, evicted, seen in moves
+            for node in (self.record.sources.get(name, ""), seen.node if seen else "")
+            if node
+        ]
+        spells: list[Spell] = []
+        open_: dict[str, list[float]] = {}  # node -> [start, hot seconds, waiting seconds]
+        seen_hot: set[str] = set()
+
+        def close(node: str) -> None:
+            start, hot, waiting = open_.pop(node)
+            spells.append(
+                Spell(
+                    node,
+                    start,
+                    hot / 60,
+                    waiting / 60,
+                    first=node not in seen_hot,
+                    touched=any(at < start and n == node for at, n in touched),
+                )
+            )
+            seen_hot.add(node)
+
+        for (seconds, hot), held in zip(self.samples, self._durations(), strict=True):
+            for node in [n for n in open_ if n not in hot]:
+                close(node)
+            for node in hot:
+                spell = open_.setdefault(node, [seconds, 0.0, 0.0])
+                i = bisect_left(cycle_times, spell[0] - 1e-6)
+                first_cycle = cycle_times[i] if i < len(cycle_times) else math.inf
+                spell[1] += held
+                spell[2] += min(held, max(0.0, first_cycle - seconds))
+        for node in list(open_):
+            close(node)
+        return sorted(spells, key=lambda s: (s.start, s.node))
 
 
 def _seconds(stamp: Any, began: float) -> float | None:
@@ -464,6 +534,7 @@ def run_one(loaded: LoadedScenario, contender: Contender, cycles: int, *, keep: 
     simulation = QualitySimulation(loaded, contender.policy(), cycles, stock=contender.stock, keep=keep)
     record = simulation.run()
     ping_pong = simulation.ping_pong()
+    spells = simulation.hot_spells()
     phases = record.phases()
     out: dict[str, Any] = {
         "evictions": record.moves_made(),
@@ -474,6 +545,10 @@ def run_one(loaded: LoadedScenario, contender: Contender, cycles: int, *, keep: 
         "movedMoreThanOnce": simulation.moved_more_than_once(),
         "hotNodeMinutes": simulation.hot_node_minutes(),
         "peakHotNodes": max((len(h) for _, h in simulation.samples), default=0),
+        "hotSpells": len(spells),
+        "waitingMinutes": round(sum(s.waiting for s in spells)),
+        "touchedMinutes": round(sum(s.minutes for s in spells if s.touched)),
+        "reactionFloor": round(sum(s.waiting for s in spells if s.first)),
         "worstP99": round(simulation.worst_p99(), 4),
         "limitViolations": len(set(record.limit_violations)),
         "orphanReservations": len(record.orphan_reservations),
@@ -550,7 +625,13 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
         elif run["hotNodeMinutes"] <= ours["hotNodeMinutes"] and run["evictions"] < ours["evictions"]:
             missed.append(f"{key} is as cool with fewer evictions ({run['evictions']} < {ours['evictions']})")
     if off > 0 and ours["hotNodeMinutes"] > 0.1 * off:
-        missed.append(f"hot-node-minutes {ours['hotNodeMinutes']:.0f} > 10% of off's {off:.0f}")
+        why = ""
+        if "waitingMinutes" in ours:
+            why = (
+                f" ({ours['waitingMinutes']} before a cycle could see the node, {ours['touchedMinutes']} on nodes "
+                f"ours had moved pods off or onto; reaction floor {runs['off']['reactionFloor']})"
+            )
+        missed.append(f"hot-node-minutes {ours['hotNodeMinutes']:.0f} > 10% of off's {off:.0f}{why}")
     if ours.get("ratio") is not None and ours["ratio"] > 1.2:
         missed.append(f"evictions {ours['ratio']:.2f}× the hindsight minimum > 1.2×")
     if ours["pingPong"]:
@@ -652,12 +733,17 @@ def render_quality(run: dict[str, Any]) -> str:
     pictures = []
     for s in run.get("scenarios", []):
         minimum = s["runs"]["off"]["minimum"]
+        floor = s["runs"]["off"].get("reactionFloor")
+        label = (
+            f"{s['name']} ({s['pods']} pods, minimum {minimum['moves']}{'' if minimum['exact'] else ' ≥'}"
+            f"{'' if floor is None else f', reaction floor {floor}'})"
+        )
         for key, r in s["runs"].items():
             ratio = r.get("ratio")
             off = key == "off"
             rows.append(
                 [
-                    f"{s['name']} ({s['pods']} pods, minimum {minimum['moves']}{'' if minimum['exact'] else ' ≥'})",
+                    label,
                     labels.get(key, key),
                     "—" if off else str(r["evictions"]),
                     "—" if off or ratio is None else f"{ratio:.2f}×",
@@ -692,7 +778,10 @@ def render_quality(run: dict[str, Any]) -> str:
         "a quarter of the way from high down to low, where the peers stop just under high; recentPodsLast 1h: pods "
         "started within the hour are moved after every other candidate). "
         "Hot-node-minutes and the worst node's p99 are measured on the kubelet's usage. The minimum is a "
-        "lower bound (module docstring of benchmarks/quality.py).",
+        "lower bound (module docstring of benchmarks/quality.py). The reaction floor is, per node, the "
+        "hot-node-minutes of the off run from its first time above high until the next cycle: a controller "
+        "that moves pods off a node only once it reads it above high (ours by default, Koordinator, LNU "
+        "metrics) pays at least these on every node it moved no pod onto before.",
         "",
         "What is real and what is derived in each scenario family (benchmarks/scenarios.py):",
         "",

@@ -147,6 +147,13 @@ def test_verdict_names_each_missed_target() -> None:
         "evictions 1.50× the hindsight minimum > 1.2×",
         "1 ping-pong",
     ]
+    # With the hot spells counted, the sentence says where the minutes came from.
+    scenario["runs"]["off"]["reactionFloor"] = 40
+    scenario["runs"]["ours"] |= {"waitingMinutes": 150, "touchedMinutes": 90}
+    assert verdict(scenario)[2] == (
+        "hot-node-minutes 200 > 10% of off's 1000 (150 before a cycle could see the node, "
+        "90 on nodes ours had moved pods off or onto; reaction floor 40)"
+    )
 
 
 def test_the_picture_is_well_formed_svg_with_one_line_and_legend_entry_per_contender(tmp_path: Path) -> None:
@@ -214,6 +221,34 @@ def test_ping_pong_is_a_replacement_on_a_hot_node_or_moved_again_within_the_hour
     assert found == [
         "ja: the replacement ns/a2 landed on hot, hot at the next cycle",
         "jb2: moves ns/b2 again 30 min after jb placed it",
+    ]
+
+
+@NEEDS_TRACES
+def test_hot_spells_split_waiting_for_a_cycle_first_spells_and_touched_nodes() -> None:
+    loaded = coarse(trace_scenario(nodes=4, seed=2))
+    simulation = QualitySimulation(loaded, ours_policy(), 1, stock=False, keep=False)
+    began = simulation.record.began
+    simulation.record.cycles = [CycleRecord(i, 600.0 * i, 0, 0, "", {}, {}, {}) for i in range(1, 4)]
+    # a: hot 300-900 s (cycle at 600: 5 min waiting, 5 after), cool, hot again 1500-1800 (waits for 1800).
+    # b: hot from 1500 s to the end at 2100 (waits 300 s for the cycle at 1800), after a move onto it.
+    simulation.samples = [
+        (0.0, frozenset()),
+        (300.0, frozenset({"a"})),
+        (900.0, frozenset()),
+        (1500.0, frozenset({"a", "b"})),
+        (1800.0, frozenset({"b"})),
+    ]
+    simulation.cluster.clock.advance(2100.0)
+    simulation.seen = {"r-x": SeenPod("ns/x2", "b", "w-x", 610.0, 620.0)}
+    simulation.record.jobs = {"jx": _job("ns/x", 600.0, began, "r-x")}
+    simulation.record.sources = {"jx": "a"}
+    spells = simulation.hot_spells()
+    simulation.close()
+    assert [(s.node, s.start, s.minutes, s.waiting, s.first, s.touched) for s in spells] == [
+        ("a", 300.0, 10.0, 5.0, True, False),
+        ("a", 1500.0, 5.0, 5.0, False, True),  # relieved at 600 s
+        ("b", 1500.0, 10.0, 5.0, True, True),  # received the replacement at 620 s
     ]
 
 
