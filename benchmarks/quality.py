@@ -33,7 +33,9 @@ first sample it is not), the minutes of each before the first cycle at or after 
 could act on it yet), and those on nodes the contender had moved a pod off or onto before the spell
 began. The reaction floor is off's waiting minutes of each node's first spell: a controller that moves
 pods off a node only once it reads it above high pays at least these on every node it moved no pod
-onto before (until then the node's usage is off's), whatever it does after.
+onto before (until then the node's usage is off's), whatever it does after. Each contender's moves are
+also split by their source's state in the off run at that time (move_causes): below high there (hot only
+because of pods moved onto it), above but below again by the next cycle, or still above.
 
 The hindsight minimum is a lower bound on the evictions any controller needs to keep every node ≤ high
 at every cycle of the off run: per node, the fewest of its pods whose removal, once and for all, brings
@@ -378,9 +380,11 @@ class QualitySimulation(Simulation):
             )
 
     def hot_at(self, seconds: float) -> frozenset[str]:
-        times = [t for t, _ in self.samples]
-        i = bisect_right(times, seconds + 1e-6) - 1
-        return self.samples[i][1] if i >= 0 else frozenset()
+        return hot_at(self.samples, seconds)
+
+    def move_sources(self) -> list[tuple[float, str]]:
+        """(evicted at, the node the pod was evicted from) for every move that evicted."""
+        return [(evicted, self.record.sources.get(name, "")) for name, _, evicted, _ in self._replacements()]
 
     def _durations(self) -> list[float]:
         """How long each sample's state held: until the next sample, the last until the run's end."""
@@ -512,6 +516,29 @@ class QualitySimulation(Simulation):
         return sorted(spells, key=lambda s: (s.start, s.node))
 
 
+def hot_at(samples: Sequence[tuple[float, frozenset[str]]], seconds: float) -> frozenset[str]:
+    """The nodes hot at `seconds`: those of the last sample at or before it."""
+    i = bisect_right([t for t, _ in samples], seconds + 1e-6) - 1
+    return samples[i][1] if i >= 0 else frozenset()
+
+
+def move_causes(
+    moves: Sequence[tuple[float, str]], off_samples: Sequence[tuple[float, frozenset[str]]]
+) -> dict[str, int]:
+    """Each move by the state of its source node in the off run (the same cluster without a descheduler):
+    placed (below high there: hot only because of pods moved onto it), passing (above high there, but
+    below by the next cycle on its own) or lasting (still above high at the next cycle)."""
+    out = {"placed": 0, "passing": 0, "lasting": 0}
+    for seconds, node in moves:
+        if node not in hot_at(off_samples, seconds):
+            out["placed"] += 1
+        elif node not in hot_at(off_samples, seconds + INTERVAL_MINUTES * 60):
+            out["passing"] += 1
+        else:
+            out["lasting"] += 1
+    return out
+
+
 def _seconds(stamp: Any, began: float) -> float | None:
     if not stamp:
         return None
@@ -554,10 +581,12 @@ def run_one(loaded: LoadedScenario, contender: Contender, cycles: int, *, keep: 
         "orphanReservations": len(record.orphan_reservations),
         "hotSeries": simulation.hot_series(),
         "wallSeconds": round(time.perf_counter() - started, 1),
+        "moveSources": simulation.move_sources(),  # for move_causes; not kept in the results
     }
     if keep:
         assert isinstance(record, QualityRecord) and record.minimum is not None
         out["minimum"] = record.minimum.solve()
+        out["hotSets"] = simulation.samples  # for the other runs' move_causes; not kept in the results
     return out
 
 
@@ -587,9 +616,12 @@ def _scenario(
 ) -> dict[str, Any]:
     """A scenario's result from its contenders' runs: each one's moves ÷ the hindsight minimum of off's."""
     minimum = runs["off"]["minimum"]["moves"]
+    off_samples = runs["off"].pop("hotSets")
     for key, run in runs.items():
+        moves = run.pop("moveSources")
         if key != "off":
             run["ratio"] = round(run["evictions"] / minimum, 3) if minimum else None
+            run["moveCauses"] = move_causes(moves, off_samples)
     return {
         "name": f"{family}-{nodes}",
         "family": family,
@@ -633,7 +665,14 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
             )
         missed.append(f"hot-node-minutes {ours['hotNodeMinutes']:.0f} > 10% of off's {off:.0f}{why}")
     if ours.get("ratio") is not None and ours["ratio"] > 1.2:
-        missed.append(f"evictions {ours['ratio']:.2f}× the hindsight minimum > 1.2×")
+        why = ""
+        if "moveCauses" in ours:
+            causes = ours["moveCauses"]
+            why = (
+                f" ({causes['placed']} off nodes hot only because of pods moved onto them, {causes['passing']} off "
+                "nodes that would have been below high by the next cycle without a descheduler)"
+            )
+        missed.append(f"evictions {ours['ratio']:.2f}× the hindsight minimum > 1.2×{why}")
     if ours["pingPong"]:
         missed.append(f"{ours['pingPong']} ping-pong")
     if ours["limitViolations"]:

@@ -27,6 +27,7 @@ from benchmarks.quality import (
     coarse,
     contenders,
     fewest_for_all,
+    move_causes,
     ours_policy,
     removals_needed,
     render_quality,
@@ -147,13 +148,24 @@ def test_verdict_names_each_missed_target() -> None:
         "evictions 1.50× the hindsight minimum > 1.2×",
         "1 ping-pong",
     ]
-    # With the hot spells counted, the sentence says where the minutes came from.
+    # With the hot spells and the moves' causes counted, the sentences say where they came from.
     scenario["runs"]["off"]["reactionFloor"] = 40
-    scenario["runs"]["ours"] |= {"waitingMinutes": 150, "touchedMinutes": 90}
-    assert verdict(scenario)[2] == (
+    causes = {"placed": 3, "passing": 4, "lasting": 3}
+    scenario["runs"]["ours"] |= {"waitingMinutes": 150, "touchedMinutes": 90, "moveCauses": causes}
+    assert verdict(scenario)[2:4] == [
         "hot-node-minutes 200 > 10% of off's 1000 (150 before a cycle could see the node, "
-        "90 on nodes ours had moved pods off or onto; reaction floor 40)"
-    )
+        "90 on nodes ours had moved pods off or onto; reaction floor 40)",
+        "evictions 1.50× the hindsight minimum > 1.2× (3 off nodes hot only because of pods moved onto them, "
+        "4 off nodes that would have been below high by the next cycle without a descheduler)",
+    ]
+
+
+def test_moves_are_split_by_their_source_in_the_off_run() -> None:
+    off = [(0.0, frozenset({"a", "b"})), (300.0, frozenset({"a"})), (900.0, frozenset())]
+    # a: hot in off at 10 s and still at the next cycle (610 s); b: hot at 10 s, cool by 610 s; c: never
+    # hot; a again at 950 s, when off has it cool: hot in that run only because of what was moved onto it.
+    moves = [(10.0, "a"), (10.0, "b"), (10.0, "c"), (950.0, "a")]
+    assert move_causes(moves, off) == {"placed": 2, "passing": 1, "lasting": 1}
 
 
 def test_the_picture_is_well_formed_svg_with_one_line_and_legend_entry_per_contender(tmp_path: Path) -> None:
