@@ -101,11 +101,16 @@ class LowNodeLoad:
                     f"LowNodeLoad: nodeSelector {args.node_selector} matches none of the {scope}: nothing to plan"
                 )
                 return result
-        rise = node_rise(ctx, args.look_ahead.total_seconds(), result.state)
+        rise = node_rise(ctx, args.look_ahead.total_seconds(), result.state, args.look_ahead_basis)
         if args.look_ahead > timedelta(0) and not rise.known:
+            needed = (
+                f"the last {format_duration(2 * args.look_ahead)}"
+                if args.look_ahead_basis == "cluster"
+                else "the two cycles before"
+            )
             result.warnings.append(
-                f"LowNodeLoad: lookAhead {format_duration(args.look_ahead)} needs the usage of the two cycles "
-                "before; until then nodes are judged by their usage now"
+                f"LowNodeLoad: lookAhead {format_duration(args.look_ahead)} needs the usage of {needed}; "
+                "until then nodes are judged by their usage now"
             )
         assigned = np.zeros(table.size, dtype=np.bool_)
         for pool in pools:

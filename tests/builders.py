@@ -323,9 +323,9 @@ def lnl_policy(
     """A policy with one LowNodeLoad strategy; cpu-only thresholds 40/60 by default, minReplicas 1.
 
     `args` are LowNodeLoad args by their YAML names (pass them as keyword dicts: {"nodeFit": False}).
-    reliefDepth is 0 and recentPodsLast 0s unless given: a hot node is relieved to just under high,
-    and the victim order is lownodeload.md §5's alone, as the rule-by-rule tests count their moves;
-    tests of those two arguments set them.
+    reliefDepth is 0, recentPodsLast 0s and lookAhead 0s unless given: a hot node is relieved to just
+    under high, the victim order is lownodeload.md §5's alone, and nodes are judged by their usage now,
+    as the rule-by-rule tests count their moves; tests of those arguments set them.
     """
     doc: Obj = {
         "apiVersion": "descheduler.dev/v1alpha1",
@@ -341,6 +341,7 @@ def lnl_policy(
                     "highThresholds": dict(high or {"cpu": 60}),
                     "reliefDepth": 0,
                     "recentPodsLast": "0s",
+                    "lookAhead": "0s",
                     **args,
                 },
             }

@@ -240,6 +240,12 @@ def _low_node_load(conversion: Conversion, profiles: list[Profile]) -> None:
         comment="ours by default moves pods started within the last hour after every other candidate (1h)",
     )
     conversion.set(
+        (*_ARGS, "lookAhead"),
+        "0s",
+        comment="Koordinator judges a node as it is now; ours by default judges it 10m ahead, at the rate "
+        "the cluster's usage rose over the last two 10m spans (10m)",
+    )
+    conversion.set(
         (*_ARGS, "reliefDepth"),
         0,
         comment="Koordinator stops relieving a hot node just under highThresholds; our default (0.25) goes a "

@@ -238,6 +238,12 @@ def _lnu_args(conversion: Conversion, fields: Fields) -> None:
         comment="ours by default moves pods started within the last hour after every other candidate (1h)",
     )
     conversion.set(
+        (*_ARGS, "lookAhead"),
+        "0s",
+        comment="the upstream descheduler judges a node as it is now; ours by default judges it 10m ahead, at the rate "
+        "the cluster's usage rose over the last two 10m spans (10m)",
+    )
+    conversion.set(
         (*_ARGS, "reliefDepth"),
         0,
         comment="upstream stops evicting from a hot node once it is under targetThresholds; our default (0.25) "

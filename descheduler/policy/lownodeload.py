@@ -27,6 +27,7 @@ from descheduler.policy.fields import (
 PodSortKey = Literal["priorityClass", "priority", "qos", "deletionCost", "evictionCost", "usageFit", "age", "name"]
 DEFAULT_POD_SORT_KEYS: tuple[PodSortKey, ...] = get_args(PodSortKey)
 DEFAULT_POOL_NAME = "default"
+LookAheadBasis = Literal["cluster", "pods"]
 # How far below its high threshold a hot node is relieved, as a share of the gap down to its low
 # threshold, on the resources it is over on: 0 stops just under high (Koordinator, upstream). 0.25
 # was chosen on benchmarks/quality.py's four scenario families (benchmarks/RESULTS.md).
@@ -113,8 +114,12 @@ class LowNodeLoadArgs(PolicyModel):
     pod_sort_keys: list[PodSortKey] = Field(default_factory=lambda: list(DEFAULT_POD_SORT_KEYS))
     victim_selection: Literal["greedy", "minimal"] = "greedy"
     look_ahead: Duration = Field(
-        default=timedelta(0),
-        description="judge a node by its usage this far ahead, at the rate its pods rose over the last two cycles",
+        default=timedelta(minutes=10),
+        description="judge a node by its usage this far ahead, at the rate usage rose over the last two cycles",
+    )
+    look_ahead_basis: LookAheadBasis = Field(
+        default="cluster",
+        description="whose rise lookAhead extends: the cluster's (each node in proportion to its usage) or its pods'",
     )
     recent_pods_last: Duration = Field(
         default=timedelta(hours=1),

@@ -662,13 +662,16 @@ def test_target_ceiling_is_high_or_goal() -> None:
     assert [path for path, _ in found] == ["strategies[0].args.targetCeiling"]
 
 
-def test_look_ahead_is_a_duration_defaulting_to_off() -> None:
+def test_look_ahead_is_a_duration_defaulting_to_10m_on_the_clusters_rise() -> None:
     args = parse(pools_doc()).strategy_args("LowNodeLoad")
-    assert isinstance(args, LowNodeLoadArgs) and args.look_ahead == timedelta(0)
-    ahead = parse(set_at(pools_doc(), "strategies.0.args.lookAhead", "10m")).strategy_args("LowNodeLoad")
-    assert isinstance(ahead, LowNodeLoadArgs) and ahead.look_ahead == timedelta(minutes=10)
+    assert isinstance(args, LowNodeLoadArgs)
+    assert (args.look_ahead, args.look_ahead_basis) == (timedelta(minutes=10), "cluster")
+    off = parse(set_at(pools_doc(), "strategies.0.args.lookAhead", "0s")).strategy_args("LowNodeLoad")
+    assert isinstance(off, LowNodeLoadArgs) and off.look_ahead == timedelta(0)
     found = problems(set_at(pools_doc(), "strategies.0.args.lookAhead", "-5m"))
     assert [path for path, _ in found] == ["strategies[0].args.lookAhead"]
+    found = problems(set_at(pools_doc(), "strategies.0.args.lookAheadBasis", "node"))
+    assert [path for path, _ in found] == ["strategies[0].args.lookAheadBasis"]
 
 
 def test_pool_names_must_be_unique_and_not_default() -> None:

@@ -633,6 +633,7 @@ def test_recent_pods_still_move_when_nothing_else_can() -> None:
 
 
 # --- lookAhead: usage rising over the last two cycles --------------------------------------
+# lookAheadBasis pods first (each node by its own pods' rises), then cluster (the default).
 
 
 def _at(objs: list[Obj], when: datetime) -> list[Obj]:
@@ -645,12 +646,15 @@ def _warm(a_cpu: str, b_cpu: str = "2800m", *, also: tuple[tuple[Any, ...], ...]
     return loaded_node("warm", [("a", a_cpu), ("b", b_cpu), *also])
 
 
-def _three_cycles(readings: list[list[Obj]], look_ahead: str, *, others: list[Obj] = COOL) -> Plan:
-    """A cycle every 10 min, one per reading (with `others` beside it); the last cycle's result."""
+def _three_cycles(
+    readings: list[list[Obj]], look_ahead: str, *, others: list[Obj] = COOL, basis: str = "pods", every: int = 10
+) -> Plan:
+    """A cycle every `every` minutes, one per reading (with `others` beside it); the last cycle's result."""
     state = None
+    policy = lnl_policy(lookAhead=look_ahead, lookAheadBasis=basis)
     for k, objs in enumerate(readings):
-        when = NOW + timedelta(minutes=10 * k)
-        result, state = plan(_at([*objs, *others], when), lnl_policy(lookAhead=look_ahead), now=when, state=state)
+        when = NOW + timedelta(minutes=every * k)
+        result, state = plan(_at([*objs, *others], when), policy, now=when, state=state)
     return result
 
 
@@ -661,7 +665,7 @@ def test_a_node_whose_pods_keep_rising_is_relieved_before_it_crosses_high() -> N
     assert reports(ahead)["warm"].reason == "cpu 58% rising to 62% in 10m > high 60%"
     assert moves(ahead) == [("a", "warm", "cool")]
     assert not [w for w in ahead.warnings if "lookAhead" in w]
-    first = plan(_at([*readings[0], *COOL], NOW), lnl_policy(lookAhead="10m"))
+    first = plan(_at([*readings[0], *COOL], NOW), lnl_policy(lookAhead="10m", lookAheadBasis="pods"))
     assert "LowNodeLoad: lookAhead 10m needs the usage of the two cycles before" in first.plan.warnings[0]
     assert moves(_three_cycles(readings, "0s")) == []
     assert reports(_three_cycles(readings, "0s"))["warm"].node_class == "normal"
@@ -697,6 +701,55 @@ def test_a_target_must_stay_cool_as_its_own_pods_rise() -> None:
     assert moves(_three_cycles(readings, "0s", others=[])) == [("a", "hot", "filling")]
     ahead = _three_cycles(readings, "10m", others=[])
     assert moves(ahead) == [] and skips(ahead)["a"].startswith("no low node can take its usage")
+
+
+def _steady(count: int, cpu: str) -> list[Obj]:
+    """`count` nodes of pods whose usage does not change (the rest of the cluster)."""
+    return [o for i in range(count) for o in loaded_node(f"steady-{i}", [(f"s{i}", cpu)])]
+
+
+def test_cluster_basis_meets_a_ramp_the_whole_cluster_shares() -> None:
+    # Every pod's usage rises 10% a cycle: warm is at 3.7, 4.07, 4.48 cpu (56%), judged at 4.48 x 1.1 =
+    # 4.92 > 4.8, so it is relieved before it crosses high.
+    def reading(factor: float) -> list[Obj]:
+        warm = loaded_node("warm", [("a", f"{round(1000 * factor)}m"), ("b", f"{round(2700 * factor)}m")])
+        peers = [o for i in range(3) for o in loaded_node(f"peer-{i}", [(f"p{i}", f"{round(2000 * factor)}m")])]
+        return [*warm, *peers]
+
+    readings = [reading(1.0), reading(1.1), reading(1.21)]
+    ahead = _three_cycles(readings, "10m", basis="cluster")
+    assert reports(ahead)["warm"].reason == "cpu 56% rising to 62% in 10m > high 60%"
+    assert moves(ahead) == [("a", "warm", "cool")]
+    assert moves(_three_cycles(readings, "0s", basis="cluster")) == []
+    # Cycles every 5 min: the spans are still 10 min (readings 0, 10 and 20 min in), whatever lies between.
+    between = [reading(1.0), reading(0.9), reading(1.1), reading(1.3), reading(1.21)]
+    assert moves(_three_cycles(between, "10m", basis="cluster", every=5)) == [("a", "warm", "cool")]
+    early = _three_cycles(between[:4], "10m", basis="cluster", every=5)  # 15 min in: one span and a half
+    assert "LowNodeLoad: lookAhead 10m needs the usage of the last 20m" in early.warnings[0]
+
+
+def test_cluster_basis_needs_a_rise_over_each_span_not_over_each_cycle() -> None:
+    # Cycles every 5 min with lookAhead 10m: the cluster rose over both of the last two 5-min steps but
+    # was flat over the first 10-min span, so there is no trend.
+    readings = [loaded_node("warm", [("a", f"{cpu}m"), ("b", "3200m")]) for cpu in (1000, 1000, 1000, 1200, 1400)]
+    assert moves(_three_cycles(readings, "10m", basis="cluster", every=5)) == []
+    assert moves(_three_cycles(readings[2:], "5m", basis="cluster", every=5)) == [("a", "warm", "cool")]
+
+
+def test_cluster_basis_does_not_extend_one_pods_burst() -> None:
+    # a rises 0.4 cpu a cycle on warm, the rest of a 20-node cluster is flat: the cluster rose ~1% a
+    # cycle, so warm (4.6) is judged at ~4.65 < 4.8, where the pods basis reads 5.0.
+    readings = [[*_warm(cpu), *_steady(20, "3")] for cpu in ("1", "1400m", "1800m")]
+    assert moves(_three_cycles(readings, "10m", basis="cluster")) == []
+    assert moves(_three_cycles(readings, "10m", basis="pods")) == [("a", "warm", "cool")]
+
+
+@pytest.mark.parametrize(
+    "factors", [pytest.param((1.0, 1.0, 1.1), id="a single rise"), pytest.param((1.1, 1.0, 1.1), id="up after down")]
+)
+def test_cluster_basis_counts_the_cluster_only_while_it_rose_over_both_cycles(factors: tuple[float, ...]) -> None:
+    readings = [[*loaded_node("warm", [("a", f"{round(1000 * f)}m"), ("b", f"{round(3200 * f)}m")])] for f in factors]
+    assert moves(_three_cycles(readings, "10m", basis="cluster")) == []
 
 
 @pytest.mark.parametrize(("ceiling", "expected"), [("high", [("a", "hot", "target")]), ("goal", [])])
