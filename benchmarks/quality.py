@@ -34,8 +34,8 @@ could act on it yet), and those on nodes the contender had moved a pod off or on
 began. The reaction floor is off's waiting minutes of each node's first spell: a controller that moves
 pods off a node only once it reads it above high pays at least these on every node it moved no pod
 onto before (until then the node's usage is off's), whatever it does after. Each contender's moves are
-also split by their source's state in the off run at that time (move_causes): below high there (hot only
-because of pods moved onto it), above but below again by the next cycle, or still above.
+also split by their source's state in the off run at that time (move_causes): below high there (hot from
+pods moved onto it, or moved ahead of a crossing), above but below again by the next cycle, or still above.
 
 The hindsight minimum is a lower bound on the evictions any controller needs to keep every node ≤ high
 at every cycle of the off run: per node, the fewest of its pods whose removal, once and for all, brings
@@ -382,9 +382,16 @@ class QualitySimulation(Simulation):
     def hot_at(self, seconds: float) -> frozenset[str]:
         return hot_at(self.samples, seconds)
 
-    def move_sources(self) -> list[tuple[float, str]]:
-        """(evicted at, the node the pod was evicted from) for every move that evicted."""
-        return [(evicted, self.record.sources.get(name, "")) for name, _, evicted, _ in self._replacements()]
+    def move_sources(self) -> list[tuple[float, str, bool]]:
+        """(evicted at, the node the pod was evicted from, whether a replacement had been bound on that
+        node before) for every move that evicted."""
+        moves = self._replacements()
+        received = [(seen.bound, seen.node) for _, _, _, seen in moves if seen is not None]
+        out = []
+        for name, _, evicted, _ in moves:
+            source = self.record.sources.get(name, "")
+            out.append((evicted, source, any(node == source and bound < evicted for bound, node in received)))
+        return out
 
     def _durations(self) -> list[float]:
         """How long each sample's state held: until the next sample, the last until the run's end."""
@@ -523,15 +530,17 @@ def hot_at(samples: Sequence[tuple[float, frozenset[str]]], seconds: float) -> f
 
 
 def move_causes(
-    moves: Sequence[tuple[float, str]], off_samples: Sequence[tuple[float, frozenset[str]]]
+    moves: Sequence[tuple[float, str, bool]], off_samples: Sequence[tuple[float, frozenset[str]]]
 ) -> dict[str, int]:
-    """Each move by the state of its source node in the off run (the same cluster without a descheduler):
-    placed (below high there: hot only because of pods moved onto it), passing (above high there, but
-    below by the next cycle on its own) or lasting (still above high at the next cycle)."""
-    out = {"placed": 0, "passing": 0, "lasting": 0}
-    for seconds, node in moves:
+    """Each move (evicted at, source node, whether the contender had moved a pod onto that node before) by
+    the state of its source in the off run (the same cluster without a descheduler) at that time:
+    placed (below high there, and the node had received a pod: hot from what was moved onto it), ahead
+    (below high there and received none: moved before it crossed, as lookAhead does), passing (above high
+    there, but below by the next cycle on its own) or lasting (still above high at the next cycle)."""
+    out = {"placed": 0, "ahead": 0, "passing": 0, "lasting": 0}
+    for seconds, node, received in moves:
         if node not in hot_at(off_samples, seconds):
-            out["placed"] += 1
+            out["placed" if received else "ahead"] += 1
         elif node not in hot_at(off_samples, seconds + INTERVAL_MINUTES * 60):
             out["passing"] += 1
         else:
@@ -669,8 +678,9 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
         if "moveCauses" in ours:
             causes = ours["moveCauses"]
             why = (
-                f" ({causes['placed']} off nodes hot only because of pods moved onto them, {causes['passing']} off "
-                "nodes that would have been below high by the next cycle without a descheduler)"
+                f" ({causes['placed']} off nodes below high without a descheduler but hot from pods moved onto them, "
+                f"{causes['ahead']} before a node crossed high, {causes['passing']} off nodes that would have been "
+                "below high again by the next cycle)"
             )
         missed.append(f"evictions {ours['ratio']:.2f}× the hindsight minimum > 1.2×{why}")
     if ours["pingPong"]:

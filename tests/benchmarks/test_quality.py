@@ -150,22 +150,23 @@ def test_verdict_names_each_missed_target() -> None:
     ]
     # With the hot spells and the moves' causes counted, the sentences say where they came from.
     scenario["runs"]["off"]["reactionFloor"] = 40
-    causes = {"placed": 3, "passing": 4, "lasting": 3}
+    causes = {"placed": 3, "ahead": 1, "passing": 4, "lasting": 2}
     scenario["runs"]["ours"] |= {"waitingMinutes": 150, "touchedMinutes": 90, "moveCauses": causes}
     assert verdict(scenario)[2:4] == [
         "hot-node-minutes 200 > 10% of off's 1000 (150 before a cycle could see the node, "
         "90 on nodes ours had moved pods off or onto; reaction floor 40)",
-        "evictions 1.50× the hindsight minimum > 1.2× (3 off nodes hot only because of pods moved onto them, "
-        "4 off nodes that would have been below high by the next cycle without a descheduler)",
+        "evictions 1.50× the hindsight minimum > 1.2× (3 off nodes below high without a descheduler but hot "
+        "from pods moved onto them, 1 before a node crossed high, 4 off nodes that would have been below high "
+        "again by the next cycle)",
     ]
 
 
 def test_moves_are_split_by_their_source_in_the_off_run() -> None:
     off = [(0.0, frozenset({"a", "b"})), (300.0, frozenset({"a"})), (900.0, frozenset())]
     # a: hot in off at 10 s and still at the next cycle (610 s); b: hot at 10 s, cool by 610 s; c: never
-    # hot; a again at 950 s, when off has it cool: hot in that run only because of what was moved onto it.
-    moves = [(10.0, "a"), (10.0, "b"), (10.0, "c"), (950.0, "a")]
-    assert move_causes(moves, off) == {"placed": 2, "passing": 1, "lasting": 1}
+    # hot, moved ahead; a again at 950 s, when off has it cool, after a pod was moved onto it: placed.
+    moves = [(10.0, "a", False), (10.0, "b", False), (10.0, "c", False), (950.0, "a", True)]
+    assert move_causes(moves, off) == {"placed": 1, "ahead": 1, "passing": 1, "lasting": 1}
 
 
 def test_the_picture_is_well_formed_svg_with_one_line_and_legend_entry_per_contender(tmp_path: Path) -> None:
@@ -256,7 +257,9 @@ def test_hot_spells_split_waiting_for_a_cycle_first_spells_and_touched_nodes() -
     simulation.record.jobs = {"jx": _job("ns/x", 600.0, began, "r-x")}
     simulation.record.sources = {"jx": "a"}
     spells = simulation.hot_spells()
+    moves = simulation.move_sources()
     simulation.close()
+    assert moves == [(pytest.approx(600.0), "a", False)]  # b received the replacement, a nothing before
     assert [(s.node, s.start, s.minutes, s.waiting, s.first, s.touched) for s in spells] == [
         ("a", 300.0, 10.0, 5.0, True, False),
         ("a", 1500.0, 5.0, 5.0, False, True),  # relieved at 600 s
