@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from descheduler.policy.lownodeload import LookAheadBasis
-from descheduler.scheduling.table import FloatArray, pod_rows
+from descheduler.scheduling.table import FloatArray, IntArray, pod_rows
 from descheduler.strategy import PlanContext
 
 STATE_KEY = "trend"
@@ -77,27 +77,25 @@ def node_rise(
     # latest reading before that.
     oldest = max((i for i, (t, _) in enumerate(totals) if t <= at - 2 * horizon_seconds), default=0)
     totals = totals[oldest:]
-    known = False
+    counts: tuple[IntArray, FloatArray] | None = None  # per pod that counts: its node row, its rise
     if previous is not None:
         before = np.fromiter((previous.index.get(key, -1) for key in rows.keys), dtype=np.int64, count=rows.size)
         stayed = counted & (before >= 0)
         stayed[stayed] = previous.node[before[stayed]] == node[stayed]
         was = before[stayed]
         step[stayed] = usage[stayed] - previous.usage[was]
-        if basis == "pods":
-            known = previous.steps_known
+        if basis == "pods" and previous.steps_known:
             now_step, last_step = step[stayed], previous.step[was]
             both = np.where((now_step > 0) & (last_step > 0), np.minimum(now_step, last_step), 0.0)
-            on_node, weights = rows.node[stayed], both * (horizon_seconds / (at - previous.at))
-    if basis == "cluster":
-        rate = _cluster_rate(totals, horizon_seconds)
-        known = rate is not None
-        on_node, weights = rows.node[counted], usage[counted] * (0.0 if rate is None else rate) * horizon_seconds
-    if known:
+            counts = rows.node[stayed], both * (horizon_seconds / (at - previous.at))
+    if basis == "cluster" and (rate := _cluster_rate(totals, horizon_seconds)) is not None:
+        counts = rows.node[counted], usage[counted] * rate * horizon_seconds
+    if counts is not None:
+        on_node, pod_rise = counts
         for col in range(len(table.resources)):
-            rise[:, col] = np.bincount(on_node, weights=weights[:, col], minlength=table.size)[: table.size]
+            rise[:, col] = np.bincount(on_node, weights=pod_rise[:, col], minlength=table.size)[: table.size]
     state[STATE_KEY] = Reading(at, tuple(table.resources), rows.index, node, usage, step, previous is not None, totals)
-    return Rise(rise, known=known)
+    return Rise(rise, known=counts is not None)
 
 
 def _cluster_rate(totals: tuple[tuple[float, FloatArray], ...], span: float) -> FloatArray | None:

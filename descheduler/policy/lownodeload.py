@@ -115,7 +115,7 @@ class LowNodeLoadArgs(PolicyModel):
     victim_selection: Literal["greedy", "minimal"] = "greedy"
     look_ahead: Duration = Field(
         default=timedelta(minutes=10),
-        description="judge a node by its usage this far ahead, at the rate usage rose over the last two cycles",
+        description="judge a node by its usage this far ahead, at the rate its usage has been rising (lookAheadBasis)",
     )
     look_ahead_basis: LookAheadBasis = Field(
         default="cluster",
