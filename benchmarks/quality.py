@@ -294,6 +294,10 @@ class SeenPod:
     bound: float  # seconds since the run began, when first seen bound
 
 
+# Every job that evicted: (name, job, evicted at, its replacement as first seen bound, or None)
+Replacements = list[tuple[str, dict[str, Any], float, SeenPod | None]]
+
+
 @dataclass(frozen=True, slots=True)
 class Spell:
     """A node above high by the kubelet's usage, from one sample until the first sample it is not."""
@@ -380,12 +384,12 @@ class QualitySimulation(Simulation):
             )
 
     def hot_at(self, seconds: float) -> frozenset[str]:
-        return hot_at(self.samples, seconds)
+        return HotSets(self.samples).at(seconds)
 
-    def move_sources(self) -> list[tuple[float, str, bool]]:
+    def move_sources(self, moves: Replacements | None = None) -> list[tuple[float, str, bool]]:
         """(evicted at, the node the pod was evicted from, whether a replacement had been bound on that
-        node before) for every move that evicted."""
-        moves = self._replacements()
+        node before) for every move that evicted (`moves`: `_replacements()`, when already found)."""
+        moves = self._replacements() if moves is None else moves
         received = [(seen.bound, seen.node) for _, _, _, seen in moves if seen is not None]
         out = []
         for name, _, evicted, _ in moves:
@@ -428,11 +432,11 @@ class QualitySimulation(Simulation):
         )
         return sum(1 for owner, n in evicted.items() if owner and n > 1)
 
-    def _replacements(self) -> list[tuple[str, dict[str, Any], float, SeenPod | None]]:
+    def _replacements(self) -> Replacements:
         """Every job that evicted, in eviction order: (name, job, evicted at, its replacement as first
         seen bound; None when none was). The replacement is the job's newPodRef, else the owner's first
         pod created after the eviction that no earlier job claimed."""
-        out: list[tuple[str, dict[str, Any], float, SeenPod | None]] = []
+        out: Replacements = []
         claimed: set[str] = set()
         jobs = sorted(self.record.jobs.items(), key=lambda kv: _evicted_at(kv[1], self.record.began) or 0.0)
         for name, job in jobs:
@@ -459,19 +463,20 @@ class QualitySimulation(Simulation):
             out.append((name, job, evicted, seen))
         return out
 
-    def ping_pong(self) -> list[str]:
+    def ping_pong(self, moves: Replacements | None = None) -> list[str]:
         """Moves whose replacement landed on a node hot (by usage) at the next cycle; replacements moved
         again within FLAP_SECONDS of being bound."""
         found: list[str] = []
         cycle_times = [c.seconds for c in self.record.cycles]
-        moves = self._replacements()
+        moves = self._replacements() if moves is None else moves
+        hot = HotSets(self.samples)
         placed_by: dict[str, tuple[str, float]] = {}  # replacement pod key -> the job that placed it, bound at
         for name, _, _, seen in moves:
             if seen is None:
                 continue
             placed_by[seen.key] = (name, seen.bound)
             later = [t for t in cycle_times if t >= seen.bound]
-            if later and seen.node in self.hot_at(later[0]):
+            if later and seen.node in hot.at(later[0]):
                 found.append(f"{name}: the replacement {seen.key} landed on {seen.node}, hot at the next cycle")
         for name, job, evicted, _ in moves:
             ref = (job.get("spec") or {}).get("podRef") or {}
@@ -481,10 +486,10 @@ class QualitySimulation(Simulation):
                 found.append(f"{name}: moves {key} again {(evicted - bound) / 60:.0f} min after {placed} placed it")
         return found
 
-    def hot_spells(self) -> list[Spell]:
+    def hot_spells(self, moves: Replacements | None = None) -> list[Spell]:
         """Every stretch of consecutive samples a node was hot, in order of start."""
         cycle_times = [c.seconds for c in self.record.cycles]
-        moves = self._replacements()
+        moves = self._replacements() if moves is None else moves
         touched: list[tuple[float, str]] = [
             (evicted, node)
             for name, _, evicted, seen in moves
@@ -523,10 +528,17 @@ class QualitySimulation(Simulation):
         return sorted(spells, key=lambda s: (s.start, s.node))
 
 
-def hot_at(samples: Sequence[tuple[float, frozenset[str]]], seconds: float) -> frozenset[str]:
-    """The nodes hot at `seconds`: those of the last sample at or before it."""
-    i = bisect_right([t for t, _ in samples], seconds + 1e-6) - 1
-    return samples[i][1] if i >= 0 else frozenset()
+class HotSets:
+    """A run's hot nodes by time, from its samples (seconds, hot nodes), each holding until the next."""
+
+    def __init__(self, samples: Sequence[tuple[float, frozenset[str]]]) -> None:
+        self.samples = samples
+        self.times = [t for t, _ in samples]
+
+    def at(self, seconds: float) -> frozenset[str]:
+        """The nodes hot at `seconds`: those of the last sample at or before it."""
+        i = bisect_right(self.times, seconds + 1e-6) - 1
+        return self.samples[i][1] if i >= 0 else frozenset()
 
 
 def move_causes(
@@ -538,10 +550,11 @@ def move_causes(
     (below high there and received none: moved before it crossed, as lookAhead does), passing (above high
     there, but below by the next cycle on its own) or lasting (still above high at the next cycle)."""
     out = {"placed": 0, "ahead": 0, "passing": 0, "lasting": 0}
+    off = HotSets(off_samples)
     for seconds, node, received in moves:
-        if node not in hot_at(off_samples, seconds):
+        if node not in off.at(seconds):
             out["placed" if received else "ahead"] += 1
-        elif node not in hot_at(off_samples, seconds + INTERVAL_MINUTES * 60):
+        elif node not in off.at(seconds + INTERVAL_MINUTES * 60):
             out["passing"] += 1
         else:
             out["lasting"] += 1
@@ -569,8 +582,9 @@ def run_one(loaded: LoadedScenario, contender: Contender, cycles: int, *, keep: 
     contender.reset()
     simulation = QualitySimulation(loaded, contender.policy(), cycles, stock=contender.stock, keep=keep)
     record = simulation.run()
-    ping_pong = simulation.ping_pong()
-    spells = simulation.hot_spells()
+    moves = simulation._replacements()
+    ping_pong = simulation.ping_pong(moves)
+    spells = simulation.hot_spells(moves)
     phases = record.phases()
     out: dict[str, Any] = {
         "evictions": record.moves_made(),
@@ -590,7 +604,7 @@ def run_one(loaded: LoadedScenario, contender: Contender, cycles: int, *, keep: 
         "orphanReservations": len(record.orphan_reservations),
         "hotSeries": simulation.hot_series(),
         "wallSeconds": round(time.perf_counter() - started, 1),
-        "moveSources": simulation.move_sources(),  # for move_causes; not kept in the results
+        "moveSources": simulation.move_sources(moves),  # for move_causes; not kept in the results
     }
     if keep:
         assert isinstance(record, QualityRecord) and record.minimum is not None
