@@ -77,11 +77,12 @@ class SimulationRecord:
 
     def on_step(self, jobs: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
         """After every simulated tick: remember each job's latest state and check the limits."""
-        node_of = _nodes(pods)
+        node_of: dict[tuple[str, str], str] | None = None  # read only when a job is new
         for job in jobs:
             name = job["metadata"]["name"]
             self.jobs[name] = job
             if name not in self.sources:
+                node_of = _nodes(pods) if node_of is None else node_of
                 ref = (job.get("spec") or {}).get("podRef") or {}
                 self.sources[name] = node_of.get((ref.get("namespace", ""), ref.get("name", "")), "")
         self.limit_violations += limit_violations(jobs, pods, self.policy)
@@ -246,9 +247,11 @@ def minimum_moves(plan: Plan, snapshot: Snapshot, policy: Policy) -> tuple[int, 
 def limit_violations(jobs: list[dict[str, Any]], pods: list[dict[str, Any]], policy: Policy) -> list[str]:
     """Arbitration limits exceeded by the jobs in flight (Running) right now, counted from the API."""
     args = policy.migration
-    node_of = _nodes(pods)
     running = [j for j in jobs if phase(j) == "Running"]
     found: list[str] = []
+    if not running:
+        return found
+    node_of = _nodes(pods)
 
     def check(scope: str, counts: Counter[str], limit: int | None) -> None:
         if limit is None:
