@@ -576,7 +576,7 @@ QUALITY_NOTE = (
     "/ 2, bitbrains-diurnal-50 78 / 354 / 4, bitbrains-300 572 / 3,179 / 27, bitbrains-diurnal-300 547 / 3,206 / "
     "38). A target must have room under high for the moved workload's highest usage read over the last 24 h (its "
     "pods' readings kept by workload, so a replacement carries its earlier bursts): 50 nodes 78 / 473 / 0 and "
-    "80 / 336 / 4, but 300 nodes 576 / 3,225 / 25 and 567 / 3,246 / 30, with the same 253 placed moves in "
+    "80 / 336 / 4, but 300 nodes 576 / 3,225 / 25 and 567 / 3,246 / 30, with 253 placed moves in "
     "bitbrains-300 (254 without it) and the worst node's p99 at 112% (95%): the nodes a moved pod made hot were not "
     "made hot by bursts read before the move. Moving a node's other pods before any that is spiking (its usage above "
     "1.5x or 1.2x its moving average), since a spike mostly falls back: 50 nodes 100 / 497 / 2 and 83 / 384 / 0 "
