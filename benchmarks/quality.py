@@ -54,7 +54,7 @@ import os
 import time
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -390,11 +390,11 @@ class QualitySimulation(Simulation):
         """(evicted at, the node the pod was evicted from, whether a replacement had been bound on that
         node before) for every move that evicted (`moves`: `_replacements()`, when already found)."""
         moves = self._replacements() if moves is None else moves
-        received = [(seen.bound, seen.node) for _, _, _, seen in moves if seen is not None]
+        received = _first_at((seen.bound, seen.node) for _, _, _, seen in moves if seen is not None)
         out = []
         for name, _, evicted, _ in moves:
             source = self.record.sources.get(name, "")
-            out.append((evicted, source, any(node == source and bound < evicted for bound, node in received)))
+            out.append((evicted, source, received.get(source, math.inf) < evicted))
         return out
 
     def _durations(self) -> list[float]:
@@ -490,12 +490,12 @@ class QualitySimulation(Simulation):
         """Every stretch of consecutive samples a node was hot, in order of start."""
         cycle_times = [c.seconds for c in self.record.cycles]
         moves = self._replacements() if moves is None else moves
-        touched: list[tuple[float, str]] = [
+        touched = _first_at(
             (evicted, node)
             for name, _, evicted, seen in moves
             for node in (self.record.sources.get(name, ""), seen.node if seen else "")
             if node
-        ]
+        )
         spells: list[Spell] = []
         open_: dict[str, list[float]] = {}  # node -> [start, hot seconds, waiting seconds]
         seen_hot: set[str] = set()
@@ -509,7 +509,7 @@ class QualitySimulation(Simulation):
                     hot / 60,
                     waiting / 60,
                     first=node not in seen_hot,
-                    touched=any(at < start and n == node for at, n in touched),
+                    touched=touched.get(node, math.inf) < start,
                 )
             )
             seen_hot.add(node)
@@ -526,6 +526,15 @@ class QualitySimulation(Simulation):
         for node in list(open_):
             close(node)
         return sorted(spells, key=lambda s: (s.start, s.node))
+
+
+def _first_at(events: Iterable[tuple[float, str]]) -> dict[str, float]:
+    """Each node's earliest time among `events` (seconds, node)."""
+    first: dict[str, float] = {}
+    for at, node in events:
+        if at < first.get(node, math.inf):
+            first[node] = at
+    return first
 
 
 class HotSets:
