@@ -248,8 +248,14 @@ class Scheduler:
         )
         done: list[Binding] = []
         self.unschedulable = {}
+        stale = False  # a Reservation was consumed: re-read the cluster before the next pod
         for pod in pending:
             raw = raw_pending[pod.key]
+            if stale:
+                snapshot = self._snapshot(instant)
+                view = ClusterView(build_table(snapshot, self.args))
+                stock = self.stock()
+                stale = False
             if self.extender is not None:
                 binding = self._with_extender(pod, raw, stock)
                 if binding is not None:
@@ -266,10 +272,8 @@ class Scheduler:
                 continue
             done.append(Binding(pod.namespace, pod.name, node, reservation))
             if reservation or any(r.node_name == node for r in owned_reservations(pod, view)):
-                # The reserved room is now the pod's: re-read the cluster so others see it right.
-                snapshot = self._snapshot(instant)
-                view = ClusterView(build_table(snapshot, self.args))
-                stock = self.stock()
+                # The reserved room is now the pod's: the next pod sees the cluster re-read.
+                stale = True
             else:
                 view.place(pod, node)
                 stock.place(raw, node)
