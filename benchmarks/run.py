@@ -498,11 +498,13 @@ def controller_process(kubeconfig: str) -> dict[str, Sample]:
 
 # What the quality figures say, written after reading them (benchmarks/quality.py explains the method).
 QUALITY_NOTE = (
-    "The peers' rows are from the run of 2026-11-27 16:59 UTC (3,460 s on 2 cores, each contender's run a task for "
-    "the next free core; a 300-node day: 49-323 s for off, up to 840 s for upstream LNU metrics); their code has "
-    "not changed since. Off and ours were run again on 2026-11-27 22:56 UTC (about 16 min on 2 cores, `python -m "
-    "benchmarks.quality --family bitbrains bitbrains-diurnal genai-memory openb --nodes 50 300 --only none`): ours "
-    "with lookAhead on by default (below), and both with the hot spells and the moves' causes counted. Every "
+    "Every row is from the run of 2026-11-28 04:37 UTC (2,240 s on 2 cores, each contender's run a task for the "
+    "next free core; a 300-node day: 48-153 s for off, up to 473 s for ours; the run of 2026-11-27 16:59 took "
+    "3,460 s: the scheduler that places off's and upstream LNU's pods decoded every pod at every step, and the "
+    "simulation's record indexed every pod at every step; upstream LNU metrics on bitbrains-diurnal-300 went from "
+    "840 s to 341 s). It "
+    "gives the same figures, to the minute, as the rows before it (the peers' from 2026-11-27 16:59, off's and "
+    "ours' from 2026-11-27 22:56). Every "
     "contender's migration controller has evictBurst 10 (it passes every 10 s while moves are in flight; with the "
     "default burst of 1 its token bucket let one eviction through per pass), and the simulated kubelet reuses a "
     "pod's usage until its series steps. Ours runs its default policy: reliefDepth 0.25, recentPodsLast 1h, "
@@ -970,7 +972,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         child_quality,
         QUALITY_NOTE,
         _quality_extra,
-        timeout=3 * 3600.0,  # both sizes: more than an hour on 2 cores (the 3600 s default cut one short)
+        timeout=3 * 3600.0,  # both sizes: 2,240 s on 2 cores (2026-11-28); the 3600 s default once cut a run short
     ),
     Benchmark(
         "soak",
