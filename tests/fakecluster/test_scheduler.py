@@ -91,6 +91,22 @@ def test_reserved_room_is_taken_for_other_pods(store: Store) -> None:
     assert _nodes(store) == {"x": "n1", "y": "n1"}
 
 
+def test_room_a_pod_took_from_its_reservation_is_counted_once_for_the_next_pod(store: Store) -> None:
+    # p consumes r1 on n1 (2 of 4 cpu); q, in the same pass, fits only in the 2 cpu left there: n2 is full.
+    full = pod("y", node_name="n2", phase="Running", ready=True, cpu="3")
+    store.load(
+        [
+            node("n1", cpu="4"),
+            node("n2", cpu="4"),
+            _reservation("r1", "n1", "web", cpu="2"),
+            full,
+            pod("p", app="web", cpu="2", priority=1000),
+            pod("q", app="other", cpu="2"),
+        ]
+    )
+    assert Scheduler(store).step(T0) == [Binding("default", "p", "n1", "r1"), Binding("default", "q", "n1")]
+
+
 def test_a_pending_reservation_is_acknowledged_by_the_simulated_scheduler(store: Store) -> None:
     store.load([node("n1"), _reservation("r1", "n1", "web", phase="Pending")])
     Scheduler(store).step(T0)
