@@ -16,7 +16,6 @@ kube-scheduler's default scoring.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -145,8 +144,7 @@ class SpreadScheduler(Scheduler):
     knows nothing of load or Reservations."""
 
     def step(self, now: float) -> list[Binding]:
-        # Read shared (no decode of every pod each tick); the few pending ones are copied to work on.
-        pending = [copy.deepcopy(p) for p in self._pending(self.store.list("pods", shared=True))]
+        pending = self._pending()
         self.unschedulable = {}
         if not pending:
             return []

@@ -197,10 +197,12 @@ class Scheduler:
     _stock_pods: dict[tuple[str, str], StockPod] = field(default_factory=dict, repr=False)
     _snapshot_pods: dict[tuple[str, str], Pod] = field(default_factory=dict, repr=False)
 
-    def _pending(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _pending(self) -> list[dict[str, Any]]:
+        """Copies of the pods this scheduler has to place (read shared: no decode of every pod each
+        tick; only the few pending ones are copied to work on)."""
         return [
-            p
-            for p in pods
+            copy.deepcopy(p)
+            for p in self.store.list("pods", shared=True)
             if not (p.get("spec") or {}).get("nodeName")
             and not p["metadata"].get("deletionTimestamp")
             and (p.get("status") or {}).get("phase", "Pending") == "Pending"
@@ -222,26 +224,25 @@ class Scheduler:
             self._objects(), instant, source="<simulated cluster>", pod_memo=self._snapshot_pods
         )
 
+    def _read(self, instant: datetime) -> tuple[Snapshot, ClusterView, StockScheduler]:
+        """The cluster as it is now, as the load-aware core and the in-tree plugins see it."""
+        snapshot = self._snapshot(instant)
+        return snapshot, ClusterView(build_table(snapshot, self.args)), self.stock()
+
     def step(self, now: float) -> list[Binding]:
         if self.extender is None:
             self.renew_lease(now)
             self._acknowledge()
-        # Read shared (no decode of every pod each tick); the few pending ones are copied to work on.
-        raw_pending = {
-            f"{p['metadata']['namespace']}/{p['metadata']['name']}": copy.deepcopy(p)
-            for p in self._pending(self.store.list("pods", shared=True))
-        }
+        raw_pending = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in self._pending()}
         if not raw_pending:
             self.unschedulable = {}
             return []
         instant = datetime.fromtimestamp(now, tz=UTC)
         try:
-            snapshot = self._snapshot(instant)
+            snapshot, view, stock = self._read(instant)
         except InputError as err:
             log.warning("scheduler: cannot read the cluster: %s", err)
             return []
-        view = ClusterView(build_table(snapshot, self.args))
-        stock = self.stock()
         pending = sorted(
             (p for p in snapshot.pods if p.key in raw_pending),
             key=lambda p: (-(p.priority or 0), p.created or instant, p.key),
@@ -252,9 +253,7 @@ class Scheduler:
         for pod in pending:
             raw = raw_pending[pod.key]
             if stale:
-                snapshot = self._snapshot(instant)
-                view = ClusterView(build_table(snapshot, self.args))
-                stock = self.stock()
+                _, view, stock = self._read(instant)
                 stale = False
             if self.extender is not None:
                 binding = self._with_extender(pod, raw, stock)
