@@ -315,7 +315,20 @@ def pods_report(kube: KubeClient, namespace: str) -> str:
         if event.get("involvedObject", {}).get("kind") == "Pod" and event.get("reason") != "Scheduled":
             count, _ = events.get(event["reason"], (0, ""))
             events[event["reason"]] = (count + int(event.get("count") or 1), event.get("message", ""))
-    return f"{len(pods)} pods {dict(states)}; unscheduled because {dict(waiting)}; events {events}"
+    report = f"{len(pods)} pods {dict(states)}; unscheduled because {dict(waiting)}; events {events}"
+    return report + (f"; nodes as the API has them {nodes_report(kube)}" if waiting else "")
+
+
+def nodes_report(kube: KubeClient) -> dict[str, str]:
+    """Every node's run label, cordon and taints, to tell an unscheduled pod's reasons apart by node."""
+    out: dict[str, str] = {}
+    for node in kube.get_json("/api/v1/nodes")["items"]:
+        spec, labels = node.get("spec") or {}, node["metadata"].get("labels") or {}
+        taints = [f"{t.get('key')}:{t.get('effect')}" for t in spec.get("taints") or []]
+        out[node["metadata"]["name"]] = (
+            f"run={labels.get(RUN_LABEL, '-')} unschedulable={bool(spec.get('unschedulable'))} taints={taints}"
+        )
+    return out
 
 
 def clean_up(kube: KubeClient, namespace: str, nodes: Iterable[str], deployments: Iterable[str]) -> None:
