@@ -5,9 +5,13 @@
 - Consume at binding: an owner pod bound on a Reservation's node takes it (`Consumed`,
   `consumedBy`, `consumedByUID`), allocate-once by resourceVersion: of two pods racing for one
   Reservation, one wins and the other, on 409, reads again and takes the next one or none.
-- Fail at binding: an owner pod bound elsewhere while the owner's room waited fails the oldest
-  Available Reservation of that owner (`Failed`, reason `ReplacementElsewhere`), so the controller
-  decides its job at once instead of at the TTL.
+- Send back once: an owner pod bound elsewhere while the owner's room waits for it was placed from a
+  state that had not yet seen the room open (on a real control plane the replacement is scheduled
+  milliseconds after the eviction, often before the extender's watch shows the moved pod leaving):
+  the first such binding is refused, so kube-scheduler schedules the pod again, now steered to the room.
+- Fail at binding: the second time (say the room's node no longer passes for the pod), the oldest
+  Available Reservation of that owner is failed (`Failed`, reason `ReplacementElsewhere`), so the
+  controller decides its job at once instead of at the TTL.
 
 `choose_for_binding` decides (pure); `ReservationWriter` reads and writes the API.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,6 +41,7 @@ log = logging.getLogger(__name__)
 RESERVATIONS_PATH: Final = f"/apis/{API_VERSION}/{RESERVATIONS}"
 REPLACEMENT_ELSEWHERE: Final = "ReplacementElsewhere"
 CONFLICT_RETRIES: Final = 5
+SENT_BACK_REMEMBERED: Final = 4096  # (pod, Reservation) pairs already refused once, newest kept
 _EPOCH: Final = datetime.min.replace(tzinfo=UTC)
 
 
@@ -137,6 +143,8 @@ class ReservationWriter:
     def __init__(self, client: KubeClient, identity: str) -> None:
         self.client = client
         self.identity = identity
+        self._sent_back: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._sent_back_lock = threading.Lock()
 
     # ---------------------------------------------------------------- reads and writes
 
@@ -249,6 +257,12 @@ class ReservationWriter:
             record = choice.consume or choice.fail
             if record is None:
                 return None
+            if choice.fail is not None and self._first_time(pod, choice.fail.name):
+                raise BindError(
+                    f"not binding {pod.key} to {node}: Reservation {choice.fail.name} holds room for it on node "
+                    f"{choice.fail.reservation.node_name}, which it was placed without seeing; "
+                    "scheduling it again sends it there"
+                )
             status = dict(record.raw.get("status") or {})
             new = consumed_status(status, pod, node) if choice.consume else failed_status(status, pod, node)
             try:
@@ -260,6 +274,17 @@ class ReservationWriter:
             log.info("extender: Reservation %s %s by %s on node %s", record.name, new["phase"], pod.key, node)
             return str(new["phase"]), written, status
         raise BindError(f"Reservations of {pod.key} kept changing: gave up after {CONFLICT_RETRIES} conflicts")
+
+    def _first_time(self, pod: Pod, reservation: str) -> bool:
+        """True the first time `pod` is sent back for `reservation`, remembered from then on."""
+        key = (pod.uid or pod.key, reservation)
+        with self._sent_back_lock:
+            if key in self._sent_back:
+                return False
+            self._sent_back[key] = None
+            while len(self._sent_back) > SENT_BACK_REMEMBERED:
+                self._sent_back.popitem(last=False)
+        return True
 
     def _release(self, raw: dict[str, Any], status: dict[str, Any], pod: Pod) -> None:
         """The binding failed after the pod took the room: give it back as it was (best effort; a

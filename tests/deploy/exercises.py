@@ -280,8 +280,8 @@ def extender_source(scratch: Path) -> set[Access]:
 
 def extender_scheduler_side(scratch: Path) -> set[Access]:
     """The extender's side of the Reservation contract, as `descheduler extender` wires it: a Pending
-    Reservation acknowledged, a pod bound onto it (consumed), another owner pod bound elsewhere (the
-    next one failed), and the scheduler Lease created then renewed."""
+    Reservation acknowledged, a pod bound onto it (consumed), another owner pod bound elsewhere (sent
+    back once, then the next one failed), and the scheduler Lease created then renewed."""
     import msgspec
 
     from descheduler.extender import CacheSource, Extender
@@ -310,10 +310,15 @@ def extender_scheduler_side(scratch: Path) -> set[Access]:
 
                 _wait(acknowledged, 10, "the Reservations to be acknowledged")
                 _wait(lambda: cache.get("pods", f"{NS}/web-b") is not None, 10, "the pods in the cache")
-                for pod, node in (("web-a", "cool"), ("web-b", "other")):
+                # web-b bound elsewhere is sent back once (towards r-2), then bound to other and r-2 failed.
+                for pod, node, refused in (
+                    ("web-a", "cool", ""),
+                    ("web-b", "other", "not binding"),
+                    ("web-b", "other", ""),
+                ):
                     body = {"PodName": pod, "PodNamespace": NS, "PodUID": f"uid-{pod}", "Node": node}
                     answer = msgspec.json.decode(extender.bind(msgspec.json.encode(body)), type=ExtenderBindingResult)
-                    assert not answer.Error, answer.Error
+                    assert answer.Error.startswith(refused) and bool(answer.Error) == bool(refused), answer.Error
                 phases = sorted(r["status"]["phase"] for r in server.store.list(reservations))
                 assert phases == ["Consumed", "Failed"], phases
             finally:

@@ -227,7 +227,7 @@ def test_of_two_racing_pods_the_loser_takes_the_next_reservation(side: Side) -> 
     assert takers == [f"{NS}/a", f"{NS}/b"]
 
 
-def test_binding_an_owner_pod_elsewhere_fails_the_oldest_waiting_reservation(side: Side) -> None:
+def test_binding_an_owner_pod_elsewhere_is_refused_once_then_fails_the_oldest_waiting_reservation(side: Side) -> None:
     side.store.load(
         [
             # Created long ago (fixed times), with TTLs long enough that none has expired.
@@ -240,6 +240,11 @@ def test_binding_an_owner_pod_elsewhere_fails_the_oldest_waiting_reservation(sid
         ]
     )
     _wait(lambda: side.cache.get("pods", f"{NS}/web-new") is not None, "the pod in the cache")
+    # The first time, the binding is refused (the pod is scheduled again, towards r-b); nothing is written.
+    refused = side.bind("web-new", "other")["Error"]
+    assert refused.startswith(f"not binding {NS}/web-new to other: Reservation r-b holds room for it on node cool")
+    assert side.node_of("web-new") == "" and side.status("r-b") == {"phase": "Available"}
+    # The second time its room's node did not pass for it: bound where it was placed, the room failed.
     assert side.bind("web-new", "other") == {"Error": ""}
     assert side.node_of("web-new") == "other"
     assert side.status("r-b") == {
@@ -343,3 +348,26 @@ def test_a_room_opens_to_the_workload_as_soon_as_its_pod_starts_terminating(side
     _wait(lambda: "uid-web-0" in side.extender.state.table.leaving, "the pod seen leaving")  # type: ignore[union-attr]
     assert _filter(side, owner)["NodeNames"] == ["cool"]  # steered onto its room
     assert side.extender.state is rebuilt and rebuilt is not first
+
+
+def test_a_replacement_placed_before_its_room_opened_is_sent_back_to_it(side: Side) -> None:
+    """As on the real control plane: the replacement is filtered before the extender's watch shows
+    the moved pod leaving, so nothing steers it and kube-scheduler places it elsewhere. The bind is
+    refused once; scheduled again, it is steered onto its room and takes it."""
+    moved = _pod("web-0")
+    moved["spec"]["nodeName"] = "other"
+    moved["status"] = {"phase": "Running"}
+    room = _reservation("move-web-0", "cool", cpu="1")
+    room["spec"]["replaces"] = {"namespace": NS, "name": "web-0", "uid": "uid-web-0"}
+    side.store.load([moved, room, _pod("web-new")])
+    _wait(lambda: side.cache.get("pods", f"{NS}/web-new") is not None, "the pods in the cache")
+    side.extender.refresh(force=True)
+    owner = _pod("web-new")
+    assert _filter(side, owner)["NodeNames"] == ["cool", "other"]  # web-0 not yet seen leaving
+    side.store.delete("pods", "web-0", NS)
+    _wait(lambda: "uid-web-0" in side.extender.state.table.leaving, "the pod seen leaving")  # type: ignore[union-attr]
+    assert "holds room for it on node cool" in side.bind("web-new", "other")["Error"]
+    assert side.node_of("web-new") == "" and side.status("move-web-0") == {"phase": "Available"}
+    assert _filter(side, owner)["NodeNames"] == ["cool"]
+    assert side.bind("web-new", "cool") == {"Error": ""}
+    assert (side.node_of("web-new"), side.status("move-web-0")["phase"]) == ("cool", "Consumed")
