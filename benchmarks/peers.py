@@ -16,9 +16,10 @@ product. Each behaves as its peer does, weaknesses included: that is the point o
   the raw sum of their usage numbers (millicores + bytes + pods: memory dominates), descending.
 - victims: priority ascending (no priority first), then BestEffort, Burstable, Guaranteed, then the
   prefer-no-eviction annotation last; upstream's sort is not stable, here ties keep the snapshot's
-  order. Loop while the source is above high on some resource and every total[r] > 0; a pod that
-  tolerates no under node's taints is skipped; the move is `EvictDirectly` with no target; its
-  usage leaves the source and the pool (pods: 1).
+  order, or with `tieSeed` a seeded shuffle's order (the benchmark runs several seeds). Loop while
+  the source is above high on some resource and every total[r] > 0; a pod that tolerates no under
+  node's taints is skipped; the move is `EvictDirectly` with no target; its usage leaves the source
+  and the pool (pods: 1).
 - no memory between cycles. The product's per-cycle and per-node caps (`limits`) and PDBs still
   apply (a PDB refusal skips the pod, as upstream's 429 does). `upstream_policy` turns off the
   migration controller's limits upstream does not have (cooldown, per-workload limits, the
@@ -70,6 +71,7 @@ planning loop keeps from one cycle to the next (`PlanContext.state`): a new loop
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self
@@ -136,6 +138,10 @@ class UpstreamArgs(PolicyModel):
     number_of_nodes: NonNegativeInt = 0
     metrics_utilization: MetricsUtilization | None = None
     eviction_limits: EvictionLimits | None = None
+    # Not upstream's: upstream sorts victims with sort.Slice, which is not stable, so equally ranked
+    # pods come in an order that varies from run to run. With a seed, they are shuffled (by the seed,
+    # the node and the cycle's instant) before the stable sort; without one, they keep listing order.
+    tie_seed: int | None = None
 
     @model_validator(mode="after")
     def _same_resources(self) -> Self:
@@ -359,7 +365,10 @@ def _upstream_relieve(
     """Evict from one source; False when the cycle's eviction cap is reached."""
     per_node = args.eviction_limits.node if args.eviction_limits is not None else None
     evicted = 0
-    for pod in sorted(_evictable(ctx, node.name, UPSTREAM, result), key=upstream_order):
+    candidates = _evictable(ctx, node.name, UPSTREAM, result)
+    if args.tie_seed is not None:
+        random.Random(f"{args.tie_seed}/{node.name}/{ctx.snapshot.now.timestamp()}").shuffle(candidates)
+    for pod in sorted(candidates, key=upstream_order):
         if not node.over(resources) or not all(total[r] > 0 for r in resources):
             break
         if per_node is not None and evicted >= per_node:
@@ -686,7 +695,13 @@ def _flow(values: Mapping[str, float]) -> str:
 
 
 def _policy(
-    interval: str, strategy: str, args: Sequence[str], limits_yaml: str, migration: str, evict_burst: int
+    interval: str,
+    strategy: str,
+    args: Sequence[str],
+    limits_yaml: str,
+    migration: str,
+    evict_burst: int,
+    load_source: str = "metricsServer",
 ) -> Policy:
     if "migration:" in limits_yaml:
         raise ValueError("limits_yaml must not set migration: the peer's policy sets it")
@@ -696,6 +711,7 @@ def _policy(
 apiVersion: descheduler.dev/v1alpha1
 kind: DeschedulerPolicy
 interval: {interval}
+loadSource: {{type: {load_source}}}
 strategies:
 - name: {strategy}
   args:
@@ -739,9 +755,11 @@ def koordinator_policy(
     *,
     extra_args: Mapping[str, str] | None = None,
     evict_burst: int = 1,
+    load_source: str = "metricsServer",
 ) -> Policy:
     """Koordinator LowNodeLoad with its MigrationController's default limits (peers.md §2 step 9),
-    `extra_args` (name -> YAML value) and the migration controller's `evict_burst`."""
+    `extra_args` (name -> YAML value), the migration controller's `evict_burst` and the policy's
+    `load_source` type (Koordinator reads its NodeMetric: "nodeMetric")."""
     args = [f"lowThresholds: {_flow(low)}", f"highThresholds: {_flow(high)}"]
     args += [f"{k}: {v}" for k, v in (extra_args or {}).items()]
     migration = """migration:
@@ -753,4 +771,4 @@ def koordinator_policy(
   maxUnavailablePerWorkload: 1
   objectLimiters: {workload: {duration: 5m, maxMigrating: 1}}
 """
-    return _policy(interval, KOORDINATOR, args, limits_yaml, migration, evict_burst)
+    return _policy(interval, KOORDINATOR, args, limits_yaml, migration, evict_burst, load_source)

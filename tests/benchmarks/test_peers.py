@@ -157,6 +157,20 @@ def test_upstream_evicts_no_priority_first_then_by_qos_then_prefer_no_eviction_l
     assert _moved(plan) == ["be", "burst", "prefer", "guar", "neg", "high"]
 
 
+def test_upstream_tie_seed_shuffles_equally_ranked_victims_only() -> None:
+    """Upstream's sort.Slice is unstable: equally ranked pods come in varying order. Without a seed
+    they keep listing order; each seed gives its own order, the same every time; ranks still rule."""
+    pods = [(_pod(f"p{i}", "100m", priority=0), "1") for i in range(6)]
+    pods += [(_pod("zz-low", "100m", priority=-5), "1"), ({"name": "anchor", "cpu": "9", "owner": None}, "1")]
+    objects = b.loaded_node("hot", pods, cpu="10") + b.loaded_node("empty", [], cpu="100")
+    capped = "evictor: {minReplicas: 1}\nlimits: {maxEvictionsPerNode: 3}\n"
+    assert _moved(_plan(objects, _upstream(limits=capped))) == ["zz-low", "p0", "p1"]
+    orders = {seed: _moved(_plan(objects, _upstream(limits=capped, tieSeed=str(seed)))) for seed in range(1, 6)}
+    assert all(order[0] == "zz-low" for order in orders.values())  # a lower priority still goes first
+    assert len({tuple(order) for order in orders.values()}) > 1
+    assert orders[2] == _moved(_plan(objects, _upstream(limits=capped, tieSeed="2")))
+
+
 def test_upstream_skips_a_pod_that_tolerates_no_under_node() -> None:
     taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
     toleration = [{"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}]
