@@ -20,8 +20,8 @@ from descheduler.fakecluster.disruption import DisruptionController
 from descheduler.fakecluster.events import EventPlayer
 from descheduler.fakecluster.exporter import KubeletExporter
 from descheduler.fakecluster.kubelet import Kubelet
-from descheduler.fakecluster.metrics import MetricsPublisher
-from descheduler.fakecluster.scenario import LoadedScenario
+from descheduler.fakecluster.metrics import Feed, MetricsPublisher
+from descheduler.fakecluster.scenario import LoadedScenario, MetricsServerFeed, NodeMetricFeed
 from descheduler.fakecluster.scheduler import Scheduler
 from descheduler.fakecluster.workloads import (
     DeploymentController,
@@ -89,6 +89,9 @@ class SimulatedCluster:
             lambda: self.kubelet.usage,
             overhead=scenario.usage.overhead_units(),
             report_interval=timing.report_interval_seconds,
+            metrics_server=_feed(timing.metrics_server),
+            node_metric=_feed(timing.node_metric),
+            began=self.began,
         )
         self.exporter = (
             None
@@ -246,6 +249,11 @@ class SimulatedCluster:
                 self.react()
         finally:
             self.store.stop_watch(watcher)
+
+
+def _feed(config: MetricsServerFeed | NodeMetricFeed | None) -> Feed | None:
+    """The publisher's feed for a scenario's `timing.metricsServer` or `timing.nodeMetric`."""
+    return None if config is None else Feed(config.interval_seconds, config.window, config.enabled)
 
 
 def _known(store: Store, objects: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:

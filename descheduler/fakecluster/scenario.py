@@ -105,13 +105,48 @@ class NodeEvent(_Event):
 Event = Annotated[ScaleEvent | DeletePodEvent | NodeEvent, Field(discriminator="action")]
 
 
+class MetricsServerFeed(_Model):
+    """metrics.k8s.io NodeMetrics/PodMetrics as metrics-server publishes them (see
+    descheduler.fakecluster.metrics): every `intervalSeconds` (its `--metric-resolution`; the Helm chart
+    and manifests ship 15s), cpu the mean over the last `windowSeconds` (absent: the interval, as its
+    rate between the two latest scrapes is; 0: the instant value), memory the instant value."""
+
+    interval_seconds: int = Field(15, alias="intervalSeconds", gt=0, strict=True)
+    window_seconds: int | None = Field(None, alias="windowSeconds", ge=0, strict=True)
+    enabled: bool = Field(True, strict=True)
+
+    @property
+    def window(self) -> int:
+        return self.interval_seconds if self.window_seconds is None else self.window_seconds
+
+
+class NodeMetricFeed(_Model):
+    """Koordinator NodeMetric as koordlet reports it (see descheduler.fakecluster.metrics): every
+    `intervalSeconds` (its reportIntervalSeconds, default 60), node and pod cpu and memory the mean over
+    the last `windowSeconds` (its aggregateDurationSeconds, default 300; 0: the instant value)."""
+
+    interval_seconds: int = Field(60, alias="intervalSeconds", gt=0, strict=True)
+    window_seconds: int = Field(300, alias="windowSeconds", ge=0, strict=True)
+    enabled: bool = Field(True, strict=True)
+
+    @property
+    def window(self) -> int:
+        return self.window_seconds
+
+
 class Timing(_Model):
-    """How fast the simulated components react, in simulated seconds."""
+    """How fast the simulated components react, in simulated seconds.
+
+    Without `metricsServer` or `nodeMetric`, that kind of metrics object is published as the simulator
+    always did: at a step at least `reportIntervalSeconds` after the last report, with the usage at that
+    step."""
 
     report_interval_seconds: int = Field(60, alias="reportIntervalSeconds", gt=0)
     start_delay_seconds: float = Field(1.0, alias="startDelaySeconds", ge=0)
     ready_delay_seconds: float = Field(5.0, alias="readyDelaySeconds", ge=0)
     tick_seconds: float = Field(1.0, alias="tickSeconds", gt=0)
+    metrics_server: MetricsServerFeed | None = Field(None, alias="metricsServer")
+    node_metric: NodeMetricFeed | None = Field(None, alias="nodeMetric")
 
 
 class Scenario(_Model):
