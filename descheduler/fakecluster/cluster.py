@@ -82,6 +82,7 @@ class SimulatedCluster:
             seed=scenario.seed,
             began=self.began,
             usage_began=scenario.start if start is None else None,
+            hold_seconds=timing.usage_hold_seconds,
         )
         self.disruption = DisruptionController(self.store)
         self.metrics = MetricsPublisher(

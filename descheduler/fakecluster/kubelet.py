@@ -35,6 +35,9 @@ class Kubelet:
     # run in real time from "now" sets the scenario's own start here, so its load does not depend
     # on the wall clock's time of day.
     usage_began: float | None = None
+    # Usage read once per period of this many seconds (from `began`) and held, as a trace sampled at
+    # that step is; None: read at every step (diurnal curves and noise then change between steps).
+    hold_seconds: float | None = None
     usage: dict[str, PodUsage] = field(default_factory=dict)
     _bound_at: dict[str, float] = field(default_factory=dict)
     _models: dict[str, tuple[dict[str, UsageModel], dict[str, int]]] = field(default_factory=dict)
@@ -117,6 +120,8 @@ class Kubelet:
 
     def _usage(self, pod: Obj, uid: str, node: str, now: float) -> PodUsage:
         elapsed = now - self.began
+        if self.hold_seconds is not None:
+            elapsed -= elapsed % self.hold_seconds
         held = self._held.get(uid)
         if held is not None and elapsed < held[0] and held[1].node == node:
             return held[1]
@@ -135,6 +140,9 @@ class Kubelet:
             for resource, model in models.items()
         }
         usage = PodUsage(meta["namespace"], meta["name"], node, values.get("cpu", 0), values.get("memory", 0))
-        holds = [unchanged_until(model, instant=instant, elapsed=elapsed) for model in models.values()]
+        if self.hold_seconds is not None:
+            holds = [elapsed + self.hold_seconds]
+        else:
+            holds = [unchanged_until(model, instant=instant, elapsed=elapsed) for model in models.values()]
         self._held[uid] = (min(holds, default=float("inf")), usage)
         return usage

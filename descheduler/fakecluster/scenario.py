@@ -145,6 +145,9 @@ class Timing(_Model):
     start_delay_seconds: float = Field(1.0, alias="startDelaySeconds", ge=0)
     ready_delay_seconds: float = Field(5.0, alias="readyDelaySeconds", ge=0)
     tick_seconds: float = Field(1.0, alias="tickSeconds", gt=0)
+    # The kubelet reads each pod's usage once per period of this many seconds and holds it, as a trace
+    # sampled at that step is (absent: at every tick; a diurnal curve or noise then changes between steps).
+    usage_hold_seconds: float | None = Field(None, alias="usageHoldSeconds", gt=0)
     metrics_server: MetricsServerFeed | None = Field(None, alias="metricsServer")
     node_metric: NodeMetricFeed | None = Field(None, alias="nodeMetric")
 

@@ -62,3 +62,20 @@ def test_usage_is_read_afresh_at_each_series_step(store: Store) -> None:
         kubelet.step(T0 + t)
         seen.append(kubelet.usage["default/p"].cpu)
     assert seen == [200, 200, 200, 200, 700, 700, 700, 200]
+
+
+def test_usage_held_per_period_changes_only_at_its_multiples(store: Store) -> None:
+    """With hold_seconds, a model that changes continuously (a diurnal curve) is read at the start of each
+    period and held, so what is seen does not depend on how often the cluster steps."""
+    store.load([pod("p", node_name="n1", phase="Running", ready=True, cpu="1")])
+    rising = UsageModel.model_validate({"fraction": 0.5, "diurnal": {"curve": [0.0, 2.0]}})  # 0 at 00:00, 2 at 12:00
+    spec = UsageSpec(default=ResourceModels(cpu=rising))
+    start = T0 - 12 * 3600  # T0 is 12:00 UTC: start at midnight
+    free, held = Kubelet(store, spec, began=start), Kubelet(store, spec, began=start, hold_seconds=1800)
+    seen: dict[str, list[int]] = {"free": [], "held": []}
+    for t in (0, 600, 1799, 1800, 2700, 3600):
+        for name, kubelet in (("free", free), ("held", held)):
+            kubelet.step(start + t)
+            seen[name].append(kubelet.usage["default/p"].cpu)
+    assert seen["held"] == [0, 0, 0, seen["free"][3], seen["free"][3], seen["free"][5]]
+    assert seen["free"][1] > 0 and seen["free"][4] > seen["free"][3]  # without it, it changes between steps
