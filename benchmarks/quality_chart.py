@@ -89,3 +89,72 @@ def hot_nodes_svg(title: str, hours: float, lines: Sequence[tuple[str, Sequence[
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
         f'role="img" aria-label="{html.escape(title)}">{body}</svg>\n'
     )
+
+
+def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, float, str, bool]]]]) -> str:
+    """`lines`: (label, [(evictions, hot-node-minutes, the knob's value, shipped default)]) per contender,
+    each a polyline through its points in order of evictions, every point labelled with the knob's value
+    and the shipped default drawn filled."""
+    xs = [float(p[0]) for _, points in lines for p in points]
+    ys = [float(p[1]) for _, points in lines for p in points]
+    right = count_axis(max([1.0, *xs]))
+    top = count_axis(max([1.0, *ys]))
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(value: float) -> float:
+        return LEFT + plot_w * value / right.top
+
+    def y(value: float) -> float:
+        return TOP + plot_h * (1 - value / top.top)
+
+    parts = [
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
+        f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{html.escape(title)}</text>',
+    ]
+    for value, text in top.ticks:
+        parts.append(
+            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="#e5e5e5"/>'
+        )
+        parts.append(f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11">{text}</text>')
+    for value, text in right.ticks:
+        parts.append(
+            f'<text x="{x(value):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle" font-size="11">{text}</text>'
+        )
+    middle = TOP + plot_h / 2
+    parts += [
+        f'<line x1="{LEFT}" y1="{TOP + plot_h}" x2="{LEFT + plot_w}" y2="{TOP + plot_h}" stroke="#333"/>',
+        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + plot_h}" stroke="#333"/>',
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="12">evictions</text>',
+        f'<text x="14" y="{middle}" font-size="12" transform="rotate(-90 14 {middle})" text-anchor="middle">'
+        "hot-node-minutes</text>",
+    ]
+    for i, (label, points) in enumerate(lines):
+        colour, dash = COLOURS[(i + 1) % len(COLOURS)], DASHES[(i + 1) % len(DASHES)]
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        path = " ".join(f"{x(float(e)):.1f},{y(float(h)):.1f}" for e, h, _, _ in points)
+        parts.append(
+            f'<polyline fill="none" stroke="{colour}" stroke-width="1.8"{dashed} points="{path}">'
+            f"<title>{html.escape(label)}</title></polyline>"
+        )
+        for e, h, knob, default in points:
+            fill = colour if default else "#fff"
+            tip = html.escape(f"{label} {knob}: {e:g} evictions, {h:.0f} hot-node-minutes")
+            parts.append(
+                f'<circle cx="{x(float(e)):.1f}" cy="{y(float(h)):.1f}" r="{5 if default else 3.5}" '
+                f'fill="{fill}" stroke="{colour}" stroke-width="1.5"><title>{tip}</title></circle>'
+            )
+            parts.append(
+                f'<text x="{x(float(e)) + 6:.1f}" y="{y(float(h)) - 6:.1f}" font-size="10" fill="{colour}">'
+                f"{html.escape(knob)}</text>"
+            )
+        ly = TOP + 14 + 20 * i
+        lx = LEFT + plot_w + 14
+        parts.append(
+            f'<line x1="{lx}" x2="{lx + 26}" y1="{ly - 4}" y2="{ly - 4}" stroke="{colour}" stroke-width="2.2"{dashed}/>'
+        )
+        parts.append(f'<text x="{lx + 32}" y="{ly}" font-size="11">{html.escape(label)}</text>')
+    body = "".join(parts)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'role="img" aria-label="{html.escape(title)}">{body}</svg>\n'
+    )

@@ -3,8 +3,8 @@
     build(family, nodes, seed) -> LoadedScenario        # family in FAMILIES
     describe(family) -> str                              # what is real and what is derived, for RESULTS.md
 
-- bitbrains: each pod one real Bitbrains Rnd VM (its own cpu and memory series, a day of 5-min
-  samples); its request a seeded quantile of its first hours of usage; no limits (the VM's
+- bitbrains: each pod one real Bitbrains Rnd VM (its own cpu and memory series, the file's two days
+  of 5-min samples); its request a seeded quantile of its first hours of usage; no limits (the VM's
   provisioned size, an annotation); placed by the request-spreading stock scheduler, so usage skew
   comes only from usage departing from requests.
 - bitbrains-diurnal: the same, times the Alibaba 2018 day shape (load ramps and falls).
@@ -46,6 +46,9 @@ BITBRAINS_FILE = "bitbrains_rnd_2013-08-05_2days.csv.gz"
 BITBRAINS_DAY0 = 1_375_660_800  # 2013-08-05 00:00 UTC: the first of the file's two days
 STEP = 300  # seconds between samples (Bitbrains' own step; GenAI's 57 s samples are averaged into it)
 DAY_STEPS = 86_400 // STEP
+# A Bitbrains pod plays the file's two days in turn (the quality benchmark runs two simulated days and
+# scores the second); a series shorter than the run repeats.
+SERIES_STEPS = 2 * DAY_STEPS
 SERIES_LABEL = "trace-series"
 # A Bitbrains pod's provisioned size, kept as an annotation rather than as limits: see describe().
 PROVISIONED = "trace.descheduler.dev/provisioned"
@@ -184,9 +187,9 @@ def derived_request(usage: FloatArray, quantile: float, floor: int) -> int:
 
 
 def _day_factors(curve: Sequence[float]) -> FloatArray:
-    """The diurnal multiplier at each STEP of the simulated day (the usage model's own interpolation)."""
+    """The diurnal multiplier at each STEP of the series' days (the usage model's own interpolation)."""
     start = START.timestamp()
-    return np.array([diurnal_factor(curve, start + i * STEP) for i in range(DAY_STEPS)])
+    return np.array([diurnal_factor(curve, start + i * STEP) for i in range(SERIES_STEPS)])
 
 
 def _offsets(copies: int, length: int) -> list[int]:
@@ -197,15 +200,16 @@ def _offsets(copies: int, length: int) -> list[int]:
 def _bitbrains_pods(
     folder: Path, count: int, rng: random.Random, diurnal: tuple[FloatArray, FloatArray] | None
 ) -> list[PodTrace]:
-    """`count` pods from the VMs, copy k of a VM taking the day window that starts k × 24 h / copies
-    later in the two-day file; the copies, each VM's order and quantile drawn from `rng`."""
+    """`count` pods from the VMs, copy k of a VM taking the two days that start k × 24 h / copies
+    later in the two-day file (wrapping round to its start); the copies, each VM's order and quantile
+    drawn from `rng`."""
     vms = bitbrains_vms(folder)
     copies = max(1, math.ceil(count / len(vms)))
     pods: list[PodTrace] = []
     for copy, offset in enumerate(_offsets(copies, DAY_STEPS)):
         for vm in rng.sample(vms, len(vms)):
             quantile = rng.uniform(*QUANTILES)
-            window = slice(offset, offset + DAY_STEPS)
+            window = np.arange(offset, offset + SERIES_STEPS) % len(vm.cpu)
             cpu_limit = round(vm.cores * 1000)
             # cpu above the provisioned cores (the hypervisor reports up to a few % over) is clamped to
             # the limit, as CFS throttling would.
@@ -488,8 +492,8 @@ def build(family: str, nodes: int, seed: int) -> LoadedScenario:
 
 _DESCRIPTIONS: dict[str, str] = {
     "bitbrains": (
-        "bitbrains: real — each pod's cpu (cores used) and memory (bytes used) over one day is a real "
-        "Bitbrains Rnd VM's (GWA-T-12, 2013-08-05, 5-min samples; the 8 VMs provisioned with 0 cores or 0 "
+        "bitbrains: real — each pod's cpu (cores used) and memory (bytes used) over two days is a real "
+        "Bitbrains Rnd VM's (GWA-T-12, 2013-08-05 and 06, 5-min samples; the 8 VMs provisioned with 0 cores or 0 "
         "memory are left out; cpu clamped at the provisioned cores). Derived — the request: a seeded quantile"
         " (uniform in 0.2–0.8 per pod) of the pod's own first 6 hours of usage, at least 50m and 256Mi, so "
         "some pods later use far more than they ask and idle ones far less; each pod is its own one-replica "
@@ -497,8 +501,9 @@ _DESCRIPTIONS: dict[str, str] = {
         "limits are declared: the VM's provisioned cores and memory (median 2 cores and 4Gi, far above their "
         f"use: median 1% and 4.5%) are kept as the annotation {PROVISIONED}, since as limits they exceed the "
         "~1.3-core nodes and the load-aware estimate of a moved pod (85% of its cpu limit) would fit no node;"
-        " when more pods than VMs are needed, copy k of a VM takes the day that starts k × 24 h ÷ copies "
-        "later in the file's two days. Nodes are homogeneous, sized so the cluster is 60% requested on cpu "
+        " when more pods than VMs are needed, copy k of a VM takes the two days that start k × 24 h ÷ copies "
+        "later in the file's two days, wrapping round to its start. Nodes are homogeneous, sized so the "
+        "cluster is 60% requested on cpu "
         "and memory (about 12 pods a node), with a kubelet overhead of 100m and 256Mi each. Placement: the "
         "stock scheduler (spreading by requests, blind to usage) binds every pod before the day starts, so "
         "skew comes only from usage departing from requests."
@@ -514,7 +519,8 @@ _DESCRIPTIONS: dict[str, str] = {
     "genai-memory": (
         "genai-memory: memory-bound. Real — each pod's memory follows a real Alibaba GenAI v2026 container's "
         "memory-utilisation series (the 141 containers sampled at nearly every minute, averaged into 5-min "
-        "steps; 22.8 h long, so the day's last 1.2 h repeat its start), read as a fraction of the pod's memory "
+        "steps; 22.8 h long, so the day's last 1.2 h repeat its start, and the second day repeats the "
+        "first), read as a fraction of the pod's memory "
         "limit. Derived — the limit (seeded: 4, 8 or 16Gi); the request, a seeded quantile (0.2–0.8) of its "
         "first 6 hours of usage times a seeded sizing error (log-uniform 0.33–3.0, since most series are flat "
         "and a quantile alone would equal the usage), at least 256Mi; cpu: a request of 250m, 500m or 1 "
@@ -526,7 +532,8 @@ _DESCRIPTIONS: dict[str, str] = {
         "openb: descheduler.fakecluster.traces.trace_scenario unchanged — real Alibaba GPU v2023 openb "
         "nodes and their share of Running pods with the trace's requests, packed first-fit (not by the stock "
         "scheduler: the packing is where its skew comes from); derived: cpu usage 50% of the request (30% "
-        "for BE pods) times the Alibaba 2018 cpu day shape ±10% noise, memory 60% of the request or a "
+        "for BE pods) times the Alibaba 2018 cpu day shape (the same on both days) ±10% noise, memory 60% "
+        "of the request or a "
         "GenAI per-pod utilisation series as a fraction of the request."
     ),
 }

@@ -5,6 +5,7 @@ contender (no timing)."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
@@ -20,22 +21,31 @@ from benchmarks.quality import (
     HIGH,
     LIMITS,
     LOW,
+    SMOKE_NODES,
     Minimum,
     Need,
     QualitySimulation,
+    RunSpec,
     SeenPod,
     coarse,
+    contender,
     contenders,
+    curves,
     fewest_for_all,
+    grouped,
     move_causes,
     ours_policy,
+    plan_runs,
     removals_needed,
     render_quality,
+    run_one,
     run_scenario,
     verdict,
     write_chart,
 )
-from benchmarks.quality_chart import bucket_means, hot_nodes_svg
+from benchmarks.quality_chart import bucket_means, curves_svg, hot_nodes_svg
+from benchmarks.scenarios import build
+from descheduler import metrics
 from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.clock import SimClock
 from descheduler.fakecluster.traces import trace_scenario, traces_dir
@@ -126,38 +136,104 @@ def test_the_days_minimum_sums_the_nodes() -> None:
     assert minimum.solve() == {"moves": 3, "exact": True, "nodes": 3, "cycles": 2, "unreachable": {"c": 1}}
 
 
-def _run(evictions: int, hot: float, ratio: float | None = 1.0, ping: int = 0) -> dict[str, Any]:
-    return {"evictions": evictions, "hotNodeMinutes": hot, "ratio": ratio, "pingPong": ping, "limitViolations": 0}
+def _run(evictions: float, hot: float, ratio: float | None = 1.0, ping: int = 0, **more: Any) -> dict[str, Any]:
+    return {
+        "evictions": evictions,
+        "hotNodeMinutes": hot,
+        "ratio": ratio,
+        "pingPong": ping,
+        "limitViolations": 0,
+        "failedOrAborted": 0,
+        "movedMoreThanOnce": 0,
+        "worstP99": 0.9,
+        **more,
+    }
 
 
 def test_verdict_names_each_missed_target() -> None:
     scenario = {
+        "pods": 1000,
         "runs": {
             "off": _run(0, 1000, None),
-            "ours": _run(10, 50),
-            "lnuRequests": _run(40, 60),  # hotter: no threat, whatever it evicts
-            "koordinator": _run(5, 50),  # as cool with fewer evictions: beats ours
-        }
+            "ours": _run(100, 50),
+            "lnuRequests": _run(400, 60),  # more evictions and hotter: dominated
+            "koordinator": _run(100, 50),  # the same on both: not dominated
+        },
     }
-    assert verdict(scenario) == ["koordinator is as cool with fewer evictions (5 < 10)"]
-    scenario["runs"]["ours"] = _run(10, 200, ratio=1.5, ping=1)
     assert verdict(scenario) == [
-        "lnuRequests leaves fewer hot-node-minutes (60 < 200)",
-        "koordinator leaves fewer hot-node-minutes (50 < 200)",
-        "hot-node-minutes 200 > 10% of off's 1000",
-        "evictions 1.50× the hindsight minimum > 1.2×",
-        "1 ping-pong",
+        "ours does not dominate koordinator (100 evictions / 50 hot-node-minutes against 100 / 50)"
+    ]
+    scenario["runs"]["ours"] = _run(100, 200, ratio=2.5, ping=2, movedMoreThanOnce=11, failedOrAborted=1)
+    assert verdict(scenario) == [
+        "ours does not dominate lnuRequests (100 evictions / 200 hot-node-minutes against 400 / 60)",
+        "ours does not dominate koordinator (100 evictions / 200 hot-node-minutes against 100 / 50)",
+        "hot-node-minutes 200 > 5% of off's 1000",
+        "evictions 2.50× the hindsight minimum > 2×",
+        "2 ping-pong > 1% of 100 moves",
+        "11 workloads moved more than once > 1% of 1000 pods",
+        "1 failed or aborted moves",
     ]
     # With the hot spells and the moves' causes counted, the sentences say where they came from.
     scenario["runs"]["off"]["reactionFloor"] = 40
     causes = {"placed": 3, "ahead": 1, "passing": 4, "lasting": 2}
     scenario["runs"]["ours"] |= {"waitingMinutes": 150, "touchedMinutes": 90, "moveCauses": causes}
     assert verdict(scenario)[2:4] == [
-        "hot-node-minutes 200 > 10% of off's 1000 (150 before a cycle could see the node, "
+        "hot-node-minutes 200 > 5% of off's 1000 (150 before a cycle could see the node, "
         "90 on nodes ours had moved pods off or onto; reaction floor 40)",
-        "evictions 1.50× the hindsight minimum > 1.2× (3 off nodes below high without a descheduler but hot "
+        "evictions 2.50× the hindsight minimum > 2× (3 off nodes below high without a descheduler but hot "
         "from pods moved onto them, 1 before a node crossed high, 4 off nodes that would have been below high "
-        "again by the next cycle)",
+        "again 10 min later)",
+    ]
+
+
+def test_upstream_rows_are_the_median_over_tie_seeds_with_their_range() -> None:
+    runs = {
+        "lnuMetrics": _run(10, 300, ratio=1.0),
+        "lnuMetrics#2": _run(14, 100, ratio=1.4),
+        "lnuMetrics#3": _run(12, 200, ratio=1.2, limitViolations=1),
+        "lnuMetrics@60s": _run(99, 1),  # another cycle: not one of its seeds
+    }
+    row = grouped(runs, "lnuMetrics")
+    assert (row["evictions"], row["hotNodeMinutes"], row["ratio"], row["seeds"]) == (12, 200, 1.2, 3)
+    assert row["ranges"]["evictions"] == (10, 14) and row["limitViolations"] == 1
+    assert grouped(runs, "lnuMetrics@60s") is runs["lnuMetrics@60s"]
+
+
+def test_runs_are_named_by_what_differs_from_the_shipped_contender() -> None:
+    assert [spec.name for spec in plan_runs(("koordinator",))] == ["off", "ours", "koordinator"]
+    names = [spec.name for spec in plan_runs(("lnuMetrics", "koordinator"), uniform=True, sweep=True)]
+    assert names[:6] == ["off", "ours", "lnuMetrics", "lnuMetrics#2", "lnuMetrics#3", "koordinator"]
+    assert {"lnuMetrics@60s", "lnuMetrics@60s#3", "koordinator@60s"} <= set(names)  # the one-cycle table
+    assert {"ours~3", "ours~11", "koordinator~0", "lnuMetrics@1800s"} <= set(names)  # the curves
+    assert len(names) == len(set(names))  # ours' shipped knob and upstream's shipped schedule run once
+    assert RunSpec("lnuMetrics", 60.0, 2).group == "lnuMetrics@60s"
+
+
+def test_curves_hold_each_contenders_knob_on_its_shipped_cycle() -> None:
+    runs = {
+        "ours": _run(50, 90, base="ours", seconds=60.0, knob=None),
+        "ours~3": _run(30, 120, base="ours", seconds=60.0, knob=3),
+        "koordinator": _run(40, 200, base="koordinator", seconds=10.0, knob=None),
+        "koordinator~0": _run(80, 100, base="koordinator", seconds=10.0, knob=0),
+        "koordinator@60s": _run(20, 400, base="koordinator", seconds=60.0, knob=None),  # not on the curve
+        "lnuMetrics": _run(200, 95, base="lnuMetrics", seconds=120.0, knob=None),
+        "lnuMetrics#2": _run(210, 80, base="lnuMetrics", seconds=120.0, knob=None),  # a seed: not a point
+        "lnuMetrics@600s": _run(60, 150, base="lnuMetrics", seconds=600.0, knob=None),
+    }
+    lines = curves(runs)
+    assert {base: [name for name, _ in points] for base, points in lines.items()} == {
+        "ours": ["ours~3", "ours"],
+        "koordinator": ["koordinator", "koordinator~0"],
+        "lnuMetrics": ["lnuMetrics@600s", "lnuMetrics"],
+    }
+    scenario = {"pods": 10_000, "runs": {"off": _run(0, 10_000, None), **runs}}
+    missed = [m for m in verdict(scenario) if m.startswith("no point")]
+    # koordinator (40, 200): ours~3 has fewer evictions and hot-node-minutes. lnuMetrics@600s (60, 150):
+    # ours (50, 90). Nothing of ours has at most 20 evictions (koordinator@60s is off the curve).
+    assert missed == []
+    runs["ours~3"]["hotNodeMinutes"] = 250
+    assert [m for m in verdict(scenario) if m.startswith("no point")] == [
+        "no point of ours' curve has at most 40 evictions and fewer than 200 hot-node-minutes (koordinator)"
     ]
 
 
@@ -192,6 +268,21 @@ def test_hot_samples_are_read_from_the_cluster() -> None:
     assert simulation.hot_series() == [(0.0, 1), (0.017, 0), (0.033, 2)]
     # Read every minute, the held states: node 1 is at 0.9 for one minute of five, then 0.1, 0.2 x3.
     assert simulation.worst_p99() == pytest.approx(np.percentile([0.1, 0.2, 0.2, 0.2, 0.9], 99))
+    simulation.close()
+
+
+@NEEDS_TRACES
+def test_only_the_scored_span_is_counted() -> None:
+    loaded = coarse(trace_scenario(nodes=4, seed=2))
+    simulation = QualitySimulation(loaded, ours_policy(), 1, stock=False, keep=False, scored_from=100.0)
+    simulation.samples = [(0.0, frozenset({"a"})), (60.0, frozenset({"a", "b"})), (160.0, frozenset())]
+    simulation.peaks = [np.array([0.5, 0.9]), np.array([0.6, 0.1]), np.array([0.7, 0.2])]
+    simulation.cluster.clock.advance(300.0)
+    # From 100 s: {a, b} until 160 s (2 nodes × 1 min), then none; what came before is not counted.
+    assert simulation.hot_node_minutes() == 2
+    assert simulation.hot_series() == [(0.0, 2), (0.017, 0)]  # hours from the scored span's start
+    moves = [("j1", {}, 50.0, None), ("j2", {}, 100.0, None)]
+    assert [name for name, *_ in simulation.scored_moves(moves)] == ["j2"]
     simulation.close()
 
 
@@ -271,7 +362,8 @@ def test_hot_spells_split_waiting_for_a_cycle_first_spells_and_touched_nodes() -
 @pytest.mark.parametrize("family", ["bitbrains", "bitbrains-diurnal", "genai-memory", "openb"])
 def test_a_smoke_sized_run_of_every_contender(family: str, tmp_path: Path) -> None:
     scenario = run_scenario(family, 8, 1, hours=1.0)
-    assert list(scenario["runs"]) == [c.key for c in contenders()]
+    assert list(scenario["runs"]) == [spec.name for spec in plan_runs()]
+    assert {c.key for c in contenders()} <= set(scenario["runs"])
     for key, run in scenario["runs"].items():
         assert run["limitViolations"] == 0 and run["orphanReservations"] == 0, (key, run)
         assert 0 <= run["hotNodeMinutes"] <= 60 * scenario["nodes"]
@@ -281,6 +373,27 @@ def test_a_smoke_sized_run_of_every_contender(family: str, tmp_path: Path) -> No
     scenario["missed"] = verdict(scenario)
     ET.parse(write_chart(scenario, tmp_path))
     assert scenario["name"] in render_quality({"scenarios": [scenario]})
+
+
+@NEEDS_TRACES
+def test_quiet_cycles_not_run_change_nothing_the_run_reports() -> None:
+    """Koordinator every 10 s: skipping quiet cycles (nothing planned, its state unchanged, no job in
+    flight, nothing published since) gives the same run, with far fewer cycles planned."""
+    loaded = build("bitbrains-diurnal", SMOKE_NODES, 1)
+    koordinator = contender(RunSpec("koordinator", 10.0))
+    cycles = int(2 * 3600 / 10)
+    results = {}
+    for skip in (False, True):
+        before = metrics.sample("descheduler_cycle_duration_seconds_count")
+        out = run_one(loaded, replace(koordinator, skip_quiet=skip), cycles)
+        results[skip] = (out, metrics.sample("descheduler_cycle_duration_seconds_count") - before)
+    (full, planned_full), (skipped, planned_skipped) = results[False], results[True]
+    same = ("evictions", "jobs", "hotNodeMinutes", "pingPong", "worstP99", "movedMoreThanOnce")
+    assert {k: skipped[k] for k in same} == {k: full[k] for k in same}
+    # The picture's points fall at other sample times, their half-hour means are the same.
+    assert bucket_means(skipped["hotSeries"], 2, 0.5) == bucket_means(full["hotSeries"], 2, 0.5)
+    assert full["evictions"] > 0  # moves happened: busy stretches ran every cycle
+    assert planned_full == cycles and planned_skipped < cycles / 3
 
 
 # --- the older upstream-like baseline (benchmarks/baseline.py) and its stock scheduler -------------
@@ -327,6 +440,16 @@ def test_spread_scheduler_places_by_requests_not_load() -> None:
     )
     bindings = SpreadScheduler(store).step(T0)
     assert [(x.pod, x.node) for x in bindings] == [("new", "idle")]
+
+
+def test_the_curve_chart_is_well_formed_svg_with_a_line_per_contender_and_the_default_filled() -> None:
+    svg = curves_svg("t", [("ours", [(10, 50, "1", True), (5, 80, "3", False)]), ("koord", [(20, 60, "5", True)])])
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert [line.find(f"{ns}title").text for line in root.findall(f"{ns}polyline")] == ["ours", "koord"]  # type: ignore[union-attr]
+    circles = root.findall(f"{ns}circle")
+    assert [c.get("fill") != "#fff" for c in circles] == [True, False, True]
+    assert {t.text for t in root.findall(f"{ns}text")} >= {"evictions", "hot-node-minutes", "3"}
 
 
 def test_the_picture_averages_each_step_series_over_its_buckets_by_time() -> None:

@@ -208,7 +208,7 @@ def test_bitbrains_diurnal_is_bitbrains_times_the_day_shape(built: dict[str, Loa
     assert max(curve) > 1.5 and min(curve) < 0.8
 
 
-def test_more_pods_than_vms_reuse_a_vm_a_day_later_in_its_trace() -> None:
+def test_pods_play_both_days_and_more_pods_than_vms_reuse_a_vm_later_in_its_trace() -> None:
     folder = traces_dir()
     assert folder is not None
     vms = scenarios.bitbrains_vms(folder)
@@ -216,9 +216,10 @@ def test_more_pods_than_vms_reuse_a_vm_a_day_later_in_its_trace() -> None:
     assert len(pods) == 2 * len(vms)
     by_name = {p.name: p for p in pods}
     vm = vms[0]
-    offset = scenarios.DAY_STEPS // 2  # two copies: the second starts 12 h later
-    assert np.array_equal(by_name[f"vm{vm.vm}-c0"].memory, vm.memory[: scenarios.DAY_STEPS])
-    assert np.array_equal(by_name[f"vm{vm.vm}-c1"].memory, vm.memory[offset : offset + scenarios.DAY_STEPS])
+    assert len(vm.memory) == scenarios.SERIES_STEPS == 2 * scenarios.DAY_STEPS
+    offset = scenarios.DAY_STEPS // 2  # two copies: the second starts 12 h later, wrapping round
+    assert np.array_equal(by_name[f"vm{vm.vm}-c0"].memory, vm.memory)
+    assert np.array_equal(by_name[f"vm{vm.vm}-c1"].memory, np.roll(vm.memory, -offset))
 
 
 def test_more_pods_than_genai_containers_rotate_a_containers_series() -> None:
