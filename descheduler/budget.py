@@ -19,16 +19,23 @@ import copy
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 
 from descheduler.migration import limits as migration_limits
 from descheduler.migration.admission import snapshot_job_facts, workload_of
 from descheduler.migration.limits import JobFacts, WorkloadFacts, cooling_sources
 from descheduler.model import Pod
 from descheduler.policy import Limits, MigrationArgs
+from descheduler.policy.fields import scaled
 from descheduler.refusal import Refusal, define
 from descheduler.snapshot import Snapshot
 
 MAX_EVICTIONS_PER_CYCLE = define("MaxEvictionsPerCycle", "limit maxEvictionsPerCycle {limit} reached")
+MAX_EVICTIONS_PER_HOUR = define(
+    "MaxEvictionsPerHour",
+    "limit maxEvictionsPerHour {limit} reached ({evicted} evicted in the last hour)",
+    brief="limit maxEvictionsPerHour reached",
+)
 MAX_EVICTIONS_PER_NODE = define(
     "MaxEvictionsPerNode",
     "limit maxEvictionsPerNode {limit} reached on {subject}",
@@ -57,6 +64,7 @@ PDB_EXHAUSTED = define(
 
 # The cycle of the moves this budget plans: every job the snapshot holds is of an earlier one.
 _THIS_CYCLE = "(planned)"
+HOUR = timedelta(hours=1)
 
 
 class _Workloads:
@@ -103,17 +111,28 @@ class EvictionBudget:
         which a percent maxEvictionsPerCycle is a share of."""
         self.limits = limits
         considered = len(snapshot.nodes) if nodes is None else nodes
-        self.per_cycle = limits.per_cycle_for(considered)  # maxEvictionsPerCycle as a count
-        cap = limits.max_evictions_per_cycle
-        # How the refusal names the cap: "10", or "5% of 300 nodes = 15".
-        self.per_cycle_text = f"{cap} of {considered} nodes = {self.per_cycle}" if isinstance(cap, str) else str(cap)
+        facts = [snapshot_job_facts(job) for job in snapshot.jobs]
+        # The cycle's cap: maxEvictionsPerCycle, or what maxEvictionsPerHour leaves if that is less, with
+        # the refusal that names it ("maxEvictionsPerCycle 10", "… 5% of 300 nodes = 15").
+        self.per_cycle = limits.per_cycle_for(considered)
+        self._cap = Refusal(
+            code=MAX_EVICTIONS_PER_CYCLE, facts={"limit": _cap_text(limits.max_evictions_per_cycle, considered)}
+        )
+        hourly = limits.per_hour_for(considered)
+        if hourly is not None:
+            since = snapshot.now - HOUR
+            evicted = sum(1 for job in facts if job.evicted is not None and job.evicted > since)
+            left = max(0, hourly - evicted)
+            if self.per_cycle is None or left < self.per_cycle:
+                self.per_cycle = left
+                limit = _cap_text(limits.max_evictions_per_hour, considered)
+                self._cap = Refusal(code=MAX_EVICTIONS_PER_HOUR, facts={"limit": limit, "evicted": evicted})
         self.snapshot = snapshot
         self.migration = migration
         self.total = 0
         self.per_node: Counter[str] = Counter()
         self.per_namespace: Counter[str] = Counter()
         self.per_pdb: Counter[str] = Counter()
-        facts = [snapshot_job_facts(job) for job in snapshot.jobs]
         # Each workload's jobs as the arbiter will count them when this plan's moves come up: the
         # jobs waiting now are admitted first (started now, if they have not started).
         self._jobs: dict[str, list[JobFacts]] = {}
@@ -144,11 +163,17 @@ class EvictionBudget:
     def cycle_exhausted(self) -> bool:
         return self.per_cycle is not None and self.total >= self.per_cycle
 
+    @property
+    def cap_refusal(self) -> Refusal:
+        """The refusal once the cycle's cap is reached: maxEvictionsPerCycle, or maxEvictionsPerHour where
+        the hour's budget leaves less."""
+        return self._cap
+
     def node_refusal(self, node: str) -> Refusal | None:
         """Why no pod at all may leave this node any more this cycle, or None."""
         limits = self.limits
         if self.cycle_exhausted:
-            return Refusal(code=MAX_EVICTIONS_PER_CYCLE, facts={"limit": self.per_cycle_text})
+            return self._cap
         if limits.max_evictions_per_node is not None and self.per_node[node] >= limits.max_evictions_per_node:
             return Refusal(code=MAX_EVICTIONS_PER_NODE, subject=node, facts={"limit": limits.max_evictions_per_node})
         return None
@@ -217,3 +242,10 @@ class EvictionBudget:
         self.per_namespace[pod.namespace] += 1
         for pdb in self.snapshot.pdbs_for(pod):
             self.per_pdb[f"{pdb.namespace}/{pdb.name}"] += 1
+
+
+def _cap_text(cap: int | str | None, considered: int) -> str:
+    """How a refusal names a cap: "10", or "5% of 300 nodes = 15"."""
+    if isinstance(cap, str):
+        return f"{cap} of {considered} nodes = {scaled(cap, considered)}"
+    return str(cap)

@@ -390,10 +390,7 @@ def _relieve(ctx: PlanContext, args: LowNodeLoadArgs, classified: Classification
         if ctx.budget.cycle_exhausted:
             # One line instead of a skip for every pod of every remaining hot node.
             left = ", ".join(table.names[classified.rows[j]] for j in ordered[position:])
-            result.warnings.append(
-                f"{where}: limit maxEvictionsPerCycle {ctx.budget.per_cycle_text} reached; "
-                f"not relieved this cycle: {left}"
-            )
+            result.warnings.append(f"{where}: {ctx.budget.cap_refusal}; not relieved this cycle: {left}")
             return
         _relieve_node(ctx, args, classified, i, low_mask, high_abs, target_high, prod_high, weights, no_target, result)
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+import pytest
 import yaml
 
 from descheduler.budget import EvictionBudget
 from descheduler.model import Pod
 from descheduler.policy import parse_policy
+from descheduler.policy.errors import PolicyError
 from descheduler.snapshot import Snapshot
-from tests.builders import Obj, node, pdb, pod, snapshot
+from tests.builders import NOW, Obj, migration_job, node, pdb, pod, snapshot, ts
 
 POLICY = {"apiVersion": "descheduler.dev/v1alpha1", "kind": "DeschedulerPolicy"}
 
@@ -215,3 +218,39 @@ def test_the_plan_looks_ahead_at_max_unavailable_per_workload() -> None:
     assert str(refusal) == (
         "3 of 4 pods of ReplicaSet shop/web unavailable or migrating (limit 3); moving this one would make 4"
     )
+
+
+def _evicted_job(name: str, minutes_ago: float) -> Obj:
+    job = migration_job(name, name, "n2", phase="Succeeded")
+    job["status"]["conditions"] = [
+        {"type": "Evicted", "status": "True", "lastTransitionTime": ts(NOW - timedelta(minutes=minutes_ago))}
+    ]
+    return job
+
+
+def test_the_hourly_budget_leaves_a_cycle_what_the_last_hour_did_not_spend() -> None:
+    # 2 of 4 nodes' "100%" = 4 an hour; 2 evicted 10 and 50 min ago, one 61 min ago (outside the hour).
+    jobs = [_evicted_job("j1", 10), _evicted_job("j2", 50), _evicted_job("j3", 61)]
+    pods = [pod("a", "n1"), pod("b", "n1"), pod("c", "n2")]
+    b, snap = budget([*pods, *jobs], maxEvictionsPerHour="100%", maxEvictionsPerCycle=10)
+    assert b.per_cycle == 0  # 100% of 2 nodes = 2, both spent
+    assert str(b.refusal(by_name(snap, "a"), "n1")) == (
+        "limit maxEvictionsPerHour 100% of 2 nodes = 2 reached (2 evicted in the last hour)"
+    )
+    b, snap = budget([*pods, *jobs], maxEvictionsPerHour=3, maxEvictionsPerCycle=10)
+    assert b.refusal(by_name(snap, "a"), "n1") is None
+    b.take(by_name(snap, "a"), "n1")
+    assert (
+        str(b.refusal(by_name(snap, "c"), "n2")) == "limit maxEvictionsPerHour 3 reached (2 evicted in the last hour)"
+    )
+    # The per-cycle cap still binds when it is the smaller one, and names itself.
+    b, snap = budget([*pods, *jobs], maxEvictionsPerHour=10, maxEvictionsPerCycle=1)
+    b.take(by_name(snap, "a"), "n1")
+    assert str(b.refusal(by_name(snap, "c"), "n2")) == "limit maxEvictionsPerCycle 1 reached"
+
+
+def test_an_hourly_budget_needs_jobs_kept_an_hour() -> None:
+    text = yaml.safe_dump({**POLICY, "limits": {"maxEvictionsPerHour": 5}, "migration": {"jobRetention": "30m"}})
+    with pytest.raises(PolicyError, match=r"migration.jobRetention: maxEvictionsPerHour .* at least 1h \(is 30m\)"):
+        parse_policy(text)
+    assert parse_policy(yaml.safe_dump({**POLICY, "limits": {"maxEvictionsPerHour": "0%"}})).limits.never_moves

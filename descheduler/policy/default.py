@@ -60,6 +60,8 @@ limits:
   maxEvictionsPerCycle: 10          # default: no limit; or a share of the nodes considered, "5%" (rounded up)
   maxEvictionsPerNode: 2            # default: no limit
   # maxEvictionsPerNamespace: 5     # default: no limit
+  # maxEvictionsPerHour: "4%"       # a churn budget over any hour, a count or a share of the nodes
+  #                                 # (default: none); counts the jobs kept (jobRetention >= 1h)
 
 # The load-aware scheduling core, shared with the scheduler extender so the descheduler and the
 # scheduler agree on what "too hot" means.

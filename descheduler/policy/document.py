@@ -19,6 +19,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from descheduler.durations import format_duration, parse_duration
 from descheduler.policy.crossfield import INVALID, PartialInput, Problem, cross_field_rules
 from descheduler.policy.evictor import EvictorArgs
 from descheduler.policy.fields import PolicyModel, PositiveDuration, Selector, problem
@@ -133,11 +134,16 @@ class Policy(PolicyModel, json_schema_extra=_require_api_version_and_kind):
     @model_validator(mode="wrap")
     @classmethod
     def _cross_field_rules(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        return cross_field_rules(data, handler, _unique_strategy_names)
+        return cross_field_rules(data, handler, _policy_rules)
 
     def strategy_args(self, name: str) -> BaseModel | None:
         """The validated args of the strategy with this name, or None when it is not configured."""
         return next((s.args for s in self.strategies if s.name == name), None)
+
+
+def _policy_rules(policy: PartialInput) -> Iterator[Problem]:
+    yield from _unique_strategy_names(policy)
+    yield from _hourly_budget_sees_an_hour(policy)
 
 
 def _unique_strategy_names(policy: PartialInput) -> Iterator[Problem]:
@@ -150,3 +156,22 @@ def _unique_strategy_names(policy: PartialInput) -> Iterator[Problem]:
         if name in first:
             yield ("strategies", index, "name"), f"duplicate strategy {name!r} (also strategies[{first[name]}])", name
         first.setdefault(name, index)
+
+
+def _hourly_budget_sees_an_hour(policy: PartialInput) -> Iterator[Problem]:
+    """maxEvictionsPerHour counts the evictions of the PodMigrationJobs still kept: they must be kept an hour."""
+    per_hour = policy.value("limits", "maxEvictionsPerHour")
+    retention = policy.value("migration", "jobRetention", default=timedelta(hours=1))
+    if per_hour is None or per_hour is INVALID or retention is INVALID:
+        return
+    try:
+        kept = parse_duration(retention)
+    except (TypeError, ValueError):
+        return  # reported where it was parsed
+    if kept < timedelta(hours=1):
+        yield (
+            ("migration", "jobRetention"),
+            f"maxEvictionsPerHour counts the evictions of the jobs kept over the last hour: jobRetention must be "
+            f"at least 1h (is {format_duration(kept)})",
+            retention,
+        )

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from descheduler.budget import (
     MAX_EVICTIONS_PER_CYCLE,
+    MAX_EVICTIONS_PER_HOUR,
     MAX_EVICTIONS_PER_NAMESPACE,
     MAX_EVICTIONS_PER_NODE,
     MULTIPLE_PDBS,
@@ -405,6 +406,7 @@ _KINDS: Mapping[str, str] = {
     **dict.fromkeys(
         (
             MAX_EVICTIONS_PER_CYCLE,
+            MAX_EVICTIONS_PER_HOUR,
             MAX_EVICTIONS_PER_NODE,
             MAX_EVICTIONS_PER_NAMESPACE,
             WORKLOAD_COOLDOWN,
