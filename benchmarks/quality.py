@@ -88,16 +88,17 @@ MEASURED = ("cpu", "memory")
 SHIPPED_SECONDS = {"off": 600.0, "ours": 60.0, "lnuRequests": 120.0, "lnuMetrics": 120.0, "koordinator": 10.0}
 UNIFORM_SECONDS = 60.0  # the second table: every contender on the same cycle, to tell algorithm from cadence
 TIE_SEEDS = (1, 2, 3)  # upstream's victims' tie order (sort.Slice is not stable): one run per seed
-# The knob each contender's users turn to trade churn for heat, and the values swept (the curves):
-# ours' and Koordinator's anomalyCondition.consecutiveAbnormalities, upstream's schedule.
-SWEEP_KNOB = {"ours": "consecutiveAbnormalities", "koordinator": "consecutiveAbnormalities"}
-SWEEP = {
-    "ours": (1, 3, 6, 11),  # acting after 0, 2, 5 and 10 min above high at 60 s
+# The knob each contender's users turn to trade churn for heat, and the values swept (the curves): ours'
+# churn budget, limits.maxEvictionsPerHour (a string: a share of the nodes); Koordinator's
+# anomalyCondition.consecutiveAbnormalities (an int; ours has the same knob, measured as a debounce);
+# upstream's schedule (seconds).
+SWEEP: dict[str, tuple[int | float | str, ...]] = {
+    "ours": ("4%", "8%", "16%", "32%"),
     "koordinator": (0, 1, 2, 3, 4, 5),
     "lnuRequests": (60.0, 120.0, 300.0, 600.0, 1800.0),
     "lnuMetrics": (60.0, 120.0, 300.0, 600.0, 1800.0),
 }
-SHIPPED_KNOB = {"ours": 1, "koordinator": 5}
+SHIPPED_KNOB: dict[str, int | str] = {"ours": 1, "koordinator": 5}  # ours ships consecutiveAbnormalities 1
 # The metrics pipeline, as each source ships (descheduler/fakecluster/metrics.py cites them): metrics-server
 # at --metric-resolution=15s (its chart and manifests), a cpu value the mean over the last 15 s; koordlet's
 # NodeMetric every 60 s (reportIntervalSeconds), each value the mean over the last 300 s
@@ -123,12 +124,15 @@ FLAP_SECONDS = 3600.0  # a replacement moved again sooner than this counts as pi
 CHARTS = Path(__file__).resolve().parent
 CHART_BUCKET_HOURS = 0.5  # the picture: hot nodes averaged per half hour
 
+
 # The per-cycle cap is a share of the nodes (10 at 50 nodes, 60 at 300): a fixed count that suits 50
 # nodes leaves a 300-node cluster's morning ramp, with up to 105 nodes hot at once, mostly unrelieved.
-LIMITS = """
-evictor: {minReplicas: 1}
-limits: {maxEvictionsPerCycle: "20%", maxEvictionsPerNode: 2}
-"""
+def _limits(per_hour: str | None = None) -> str:
+    budget = "" if per_hour is None else f', maxEvictionsPerHour: "{per_hour}"'
+    return f'\nevictor: {{minReplicas: 1}}\nlimits: {{maxEvictionsPerCycle: "20%", maxEvictionsPerNode: 2{budget}}}\n'
+
+
+LIMITS = _limits()
 EVICT_BURST = 10
 
 
@@ -136,7 +140,11 @@ def _flow(values: dict[str, float]) -> str:
     return "{" + ", ".join(f"{k}: {v:g}" for k, v in values.items()) + "}"
 
 
-def ours_policy(dry_run: bool = False, extra: str = "", seconds: float = SHIPPED_SECONDS["ours"]) -> Policy:
+def ours_policy(
+    dry_run: bool = False, extra: str = "", seconds: float = SHIPPED_SECONDS["ours"], per_hour: str | None = None
+) -> Policy:
+    """Ours' policy: LowNodeLoad with `extra` args lines, on LIMITS (and a maxEvictionsPerHour of `per_hour`)."""
+    limits = _limits(per_hour)
     return parse_policy(
         f"""
 apiVersion: descheduler.dev/v1alpha1
@@ -150,7 +158,7 @@ strategies:
     highThresholds: {_flow(HIGH)}
 """
         + extra
-        + LIMITS
+        + limits
         + f"migration: {{evictBurst: {EVICT_BURST}}}\n"
     )
 
@@ -167,12 +175,12 @@ LABELS = {
 @dataclass(frozen=True, slots=True)
 class RunSpec:
     """One run of a contender (`base`, a LABELS key): its cycle, upstream's tie seed, and the value of
-    the swept knob (SWEEP_KNOB; None: the shipped default). Picklable, for the process pool."""
+    the swept knob (SWEEP; None: the shipped default). Picklable, for the process pool."""
 
     base: str
     seconds: float
     seed: int | None = None
-    knob: int | None = None
+    knob: int | str | None = None  # consecutiveAbnormalities (int) or, for ours, maxEvictionsPerHour (str)
 
     @property
     def name(self) -> str:
@@ -211,13 +219,17 @@ def contender(spec: RunSpec, ours_args: str = "") -> Contender:
 
     peers.register_peers()
     seconds, interval = spec.seconds, f"{spec.seconds:g}s"
-    knob = "" if spec.knob is None else f"anomalyCondition: {{consecutiveAbnormalities: {spec.knob}}}"
     label = LABELS[spec.base]
     if spec.base == "off":
         return Contender(spec.name, label, lambda: ours_policy(dry_run=True, seconds=seconds), False, seconds=seconds)
     if spec.base == "ours":
+        budget = spec.knob if isinstance(spec.knob, str) else None
+        debounce = spec.knob if isinstance(spec.knob, int) else None
+        knob = "" if debounce is None else f"anomalyCondition: {{consecutiveAbnormalities: {debounce}}}"
         extra = _indented("\n".join((ours_args, knob)))
-        return Contender(spec.name, label, lambda: ours_policy(extra=extra, seconds=seconds), False, seconds=seconds)
+        return Contender(
+            spec.name, label, lambda: ours_policy(extra=extra, seconds=seconds, per_hour=budget), False, seconds=seconds
+        )
     if spec.base in ("lnuRequests", "lnuMetrics"):
         mode: Literal["requests", "metrics"] = "requests" if spec.base == "lnuRequests" else "metrics"
         tie = {} if spec.seed is None else {"tieSeed": str(spec.seed)}
@@ -810,7 +822,7 @@ def plan_runs(only: Sequence[str] = (), *, uniform: bool = False, sweep: bool = 
                 if base.startswith("lnu"):
                     spec = RunSpec(base, float(value), TIE_SEEDS[0])
                 else:
-                    spec = RunSpec(base, SHIPPED_SECONDS[base], None, int(value))
+                    spec = RunSpec(base, SHIPPED_SECONDS[base], None, value if isinstance(value, str) else int(value))
                 runs.append(spec)
     unique: dict[str, RunSpec] = {}
     for spec in runs:
@@ -893,19 +905,38 @@ def grouped(runs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
 PEERS = ("lnuRequests", "lnuMetrics", "koordinator")
 
 
-def curves(runs: dict[str, dict[str, Any]]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-    """Each contender's curve, when swept: (run name, run) along its knob, on its shipped cycle (ours,
-    Koordinator) or over its schedules with the first tie seed (upstream); only contenders with more
-    than one point."""
-    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+def knob_kind(base: str, knob: int | str | None) -> str:
+    """What a run's knob is: upstream's schedule, a churn budget (a string), else consecutiveAbnormalities."""
+    if base.startswith("lnu"):
+        return "schedule"
+    return "maxEvictionsPerHour" if isinstance(knob, str) else "consecutiveAbnormalities"
+
+
+Curve = tuple[str, str]  # (contender, knob)
+
+
+def curves(runs: dict[str, dict[str, Any]]) -> dict[Curve, list[tuple[str, dict[str, Any]]]]:
+    """Each contender's curve along each knob swept: (run name, run), on its shipped cycle (ours,
+    Koordinator) or over its schedules with the first tie seed (upstream), the contender as it ships on
+    each of its curves; only curves of more than one point."""
+    out: dict[Curve, list[tuple[str, dict[str, Any]]]] = {}
+    defaults: dict[str, tuple[str, dict[str, Any]]] = {}
     for name, run in runs.items():
         base = run.get("base", name)
         if base not in SWEEP or "#" in name:
             continue
-        if base in SWEEP_KNOB and run.get("seconds") != SHIPPED_SECONDS[base]:
+        if not base.startswith("lnu") and run.get("seconds") != SHIPPED_SECONDS[base]:
             continue
-        out.setdefault(base, []).append((name, run))
-    return {base: sorted(points, key=lambda p: p[1]["evictions"]) for base, points in out.items() if len(points) > 1}
+        if name == shipped(base, TIE_SEEDS[0]).name:
+            defaults[base] = (name, run)
+            if base.startswith("lnu"):
+                out.setdefault((base, "schedule"), []).append((name, run))
+            continue
+        out.setdefault((base, knob_kind(base, run.get("knob"))), []).append((name, run))
+    for (base, _), points in out.items():
+        if base in defaults and defaults[base] not in points:
+            points.append(defaults[base])
+    return {key: sorted(points, key=lambda p: p[1]["evictions"]) for key, points in out.items() if len(points) > 1}
 
 
 def verdict(scenario: dict[str, Any]) -> list[str]:
@@ -924,9 +955,9 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
                 f"hot-node-minutes against {run['evictions']:g} / {run['hotNodeMinutes']:.0f})"
             )
     lines = curves(runs)
-    if "ours" in lines:
-        mine = [run for _, run in lines["ours"]]
-        for base, points in lines.items():
+    mine = [run for (base, _), points in lines.items() if base == "ours" for _, run in points]
+    if mine:
+        for (base, _), points in lines.items():
             if base == "ours":
                 continue
             for name, point in points:
@@ -1017,10 +1048,11 @@ def summary(scenarios: list[dict[str, Any]]) -> dict[str, Any]:
         for s in scenarios
         if s["runs"]["off"]["hotNodeMinutes"] > 0
     ]
+    ping_pong = [s["runs"]["ours"]["pingPong"] / max(1, s["runs"]["ours"]["evictions"]) for s in scenarios]
     return {
         "ours_ratio": max(ratios, default=0.0),
         "ours_hot_share_of_off": round(max(share, default=0.0), 3),
-        "ours_ping_pong": sum(s["runs"]["ours"]["pingPong"] for s in scenarios),
+        "ours_ping_pong_share": round(max(ping_pong, default=0.0), 3),
         "scenarios_missed": sum(1 for s in scenarios if s["missed"]),
         "scenarios": scenarios,
     }
@@ -1056,11 +1088,11 @@ def write_curve_chart(scenario: dict[str, Any], folder: Path = CHARTS) -> Path:
     from benchmarks.quality_chart import curves_svg
 
     lines = []
-    for base, points in curves(scenario["runs"]).items():
+    for (base, kind), points in curves(scenario["runs"]).items():
         default = shipped(base, TIE_SEEDS[0]).name
         lines.append(
             (
-                f"{LABELS[base]} ({'schedule' if base.startswith('lnu') else SWEEP_KNOB[base]})",
+                f"{LABELS[base]} ({kind})",
                 [
                     (run["evictions"], run["hotNodeMinutes"], _knob_text(name, run), name == default)
                     for name, run in points
@@ -1074,11 +1106,12 @@ def write_curve_chart(scenario: dict[str, Any], folder: Path = CHARTS) -> Path:
 
 
 def _knob_text(name: str, run: dict[str, Any]) -> str:
+    base = run.get("base", name)
+    if base.startswith("lnu"):
+        return f"{run['seconds'] / 60:g}m"
     if run.get("knob") is not None:
         return str(run["knob"])
-    if run.get("base", "").startswith("lnu"):
-        return f"{run['seconds'] / 60:g}m"
-    return name
+    return f"{SHIPPED_KNOB[base]} (shipped)" if base in SHIPPED_KNOB else name
 
 
 def _row(scenario_label: str, label: str, run: dict[str, Any], off: bool = False) -> list[str]:
@@ -1151,10 +1184,9 @@ def render_quality(run: dict[str, Any]) -> str:
             name = key if SHIPPED_SECONDS[key] == UNIFORM_SECONDS else f"{key}@{UNIFORM_SECONDS:g}s"
             if name in runs:
                 uniform_rows.append(_row(label, f"{LABELS[key]} ({_cycle(UNIFORM_SECONDS)})", grouped(runs, name)))
-        for base, points in curves(runs).items():
+        for (base, kind), points in curves(runs).items():
             for name, point in points:
-                knob = "schedule" if base.startswith("lnu") else SWEEP_KNOB[base]
-                text = f"{LABELS[base]}: {knob} {_knob_text(name, point)}"
+                text = f"{LABELS[base]}: {kind} {_knob_text(name, point)}"
                 curve_rows.append(_row(label, text + (" (shipped)" if name == shipped(base, 1).name else ""), point))
         missed = "; ".join(s.get("missed", [])) or "all targets met"
         curve = f", [curve]({curve_chart_name(s)})" if curves(runs) else ""

@@ -1004,18 +1004,20 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         "quality",
-        "Decision quality against the peers on trace clusters (a simulated day per scenario)",
+        "Decision quality against the peers as they ship (two simulated days per scenario, the second scored)",
         1,
         (
-            Metric("ours_ratio", "evictions ÷ hindsight minimum (ours, worst scenario)", "×", ("<=", 1.2)),
-            Metric("ours_hot_share_of_off", "hot-node-minutes ÷ off's (ours, worst scenario)", "", ("<=", 0.1)),
-            Metric("ours_ping_pong", "ping-pong moves (ours, all scenarios)", "", ("<=", 0.0), 0),
+            Metric("ours_ratio", "evictions ÷ hindsight minimum (ours, worst scenario)", "×", ("<=", 2.0)),
+            Metric("ours_hot_share_of_off", "hot-node-minutes ÷ off's (ours, worst scenario)", "", ("<=", 0.05)),
+            Metric("ours_ping_pong_share", "ping-pong ÷ moves (ours, worst scenario)", "", ("<=", 0.01)),
             Metric("scenarios_missed", "scenarios where a target is missed", "", ("<=", 0.0), 0),
         ),
         child_quality,
         QUALITY_NOTE,
         _quality_extra,
-        timeout=3 * 3600.0,  # both sizes: 2,240 s on 2 cores (2026-11-28); the 3600 s default once cut a run short
+        # Every family at both sizes with the one-cycle table and the curves at 50 nodes: about 10 h on 2 cores
+        # (a 50-node run of two days takes 260-340 s, a 300-node one several times that; 2026-11-29).
+        timeout=14 * 3600.0,
     ),
     Benchmark(
         "soak",

@@ -204,7 +204,7 @@ def test_runs_are_named_by_what_differs_from_the_shipped_contender() -> None:
     names = [spec.name for spec in plan_runs(("lnuMetrics", "koordinator"), uniform=True, sweep=True)]
     assert names[:6] == ["off", "ours", "lnuMetrics", "lnuMetrics#2", "lnuMetrics#3", "koordinator"]
     assert {"lnuMetrics@60s", "lnuMetrics@60s#3", "koordinator@60s"} <= set(names)  # the one-cycle table
-    assert {"ours~3", "ours~11", "koordinator~0", "lnuMetrics@1800s"} <= set(names)  # the curves
+    assert {"ours~4%", "ours~32%", "koordinator~0", "lnuMetrics@1800s"} <= set(names)  # the curves
     assert len(names) == len(set(names))  # ours' shipped knob and upstream's shipped schedule run once
     assert RunSpec("lnuMetrics", 60.0, 2).group == "lnuMetrics@60s"
 
@@ -213,6 +213,7 @@ def test_curves_hold_each_contenders_knob_on_its_shipped_cycle() -> None:
     runs = {
         "ours": _run(50, 90, base="ours", seconds=60.0, knob=None),
         "ours~3": _run(30, 120, base="ours", seconds=60.0, knob=3),
+        "ours~4%": _run(45, 100, base="ours", seconds=60.0, knob="4%"),
         "koordinator": _run(40, 200, base="koordinator", seconds=10.0, knob=None),
         "koordinator~0": _run(80, 100, base="koordinator", seconds=10.0, knob=0),
         "koordinator@60s": _run(20, 400, base="koordinator", seconds=60.0, knob=None),  # not on the curve
@@ -221,10 +222,11 @@ def test_curves_hold_each_contenders_knob_on_its_shipped_cycle() -> None:
         "lnuMetrics@600s": _run(60, 150, base="lnuMetrics", seconds=600.0, knob=None),
     }
     lines = curves(runs)
-    assert {base: [name for name, _ in points] for base, points in lines.items()} == {
-        "ours": ["ours~3", "ours"],
-        "koordinator": ["koordinator", "koordinator~0"],
-        "lnuMetrics": ["lnuMetrics@600s", "lnuMetrics"],
+    assert {key: [name for name, _ in points] for key, points in lines.items()} == {
+        ("ours", "consecutiveAbnormalities"): ["ours~3", "ours"],  # ours as it ships is on each of its curves
+        ("ours", "maxEvictionsPerHour"): ["ours~4%", "ours"],
+        ("koordinator", "consecutiveAbnormalities"): ["koordinator", "koordinator~0"],
+        ("lnuMetrics", "schedule"): ["lnuMetrics@600s", "lnuMetrics"],
     }
     scenario = {"pods": 10_000, "runs": {"off": _run(0, 10_000, None), **runs}}
     missed = [m for m in verdict(scenario) if m.startswith("no point")]
@@ -232,6 +234,7 @@ def test_curves_hold_each_contenders_knob_on_its_shipped_cycle() -> None:
     # ours (50, 90). Nothing of ours has at most 20 evictions (koordinator@60s is off the curve).
     assert missed == []
     runs["ours~3"]["hotNodeMinutes"] = 250
+    runs["ours~4%"]["hotNodeMinutes"] = 250
     assert [m for m in verdict(scenario) if m.startswith("no point")] == [
         "no point of ours' curve has at most 40 evictions and fewer than 200 hot-node-minutes (koordinator)"
     ]
