@@ -1094,7 +1094,7 @@ def write_curve_chart(scenario: dict[str, Any], folder: Path = CHARTS) -> Path:
             (
                 f"{LABELS[base]} ({kind})",
                 [
-                    (run["evictions"], run["hotNodeMinutes"], _knob_text(name, run), name == default)
+                    (run["evictions"], run["hotNodeMinutes"], _knob_text(kind, run), name == default)
                     for name, run in points
                 ],
             )
@@ -1105,13 +1105,13 @@ def write_curve_chart(scenario: dict[str, Any], folder: Path = CHARTS) -> Path:
     return path
 
 
-def _knob_text(name: str, run: dict[str, Any]) -> str:
-    base = run.get("base", name)
-    if base.startswith("lnu"):
+def _knob_text(kind: str, run: dict[str, Any]) -> str:
+    """The value of a curve's knob at one of its points (the shipped point has none of its own)."""
+    if kind == "schedule":
         return f"{run['seconds'] / 60:g}m"
     if run.get("knob") is not None:
         return str(run["knob"])
-    return f"{SHIPPED_KNOB[base]} (shipped)" if base in SHIPPED_KNOB else name
+    return "none" if kind == "maxEvictionsPerHour" else str(SHIPPED_KNOB[run["base"]])
 
 
 def _row(scenario_label: str, label: str, run: dict[str, Any], off: bool = False) -> list[str]:
@@ -1186,7 +1186,7 @@ def render_quality(run: dict[str, Any]) -> str:
                 uniform_rows.append(_row(label, f"{LABELS[key]} ({_cycle(UNIFORM_SECONDS)})", grouped(runs, name)))
         for (base, kind), points in curves(runs).items():
             for name, point in points:
-                text = f"{LABELS[base]}: {kind} {_knob_text(name, point)}"
+                text = f"{LABELS[base]}: {kind} {_knob_text(kind, point)}"
                 curve_rows.append(_row(label, text + (" (shipped)" if name == shipped(base, 1).name else ""), point))
         missed = "; ".join(s.get("missed", [])) or "all targets met"
         curve = f", [curve]({curve_chart_name(s)})" if curves(runs) else ""
