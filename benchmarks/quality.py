@@ -172,6 +172,9 @@ LABELS = {
 }
 
 
+SHORT = {"ours": "ours", "lnuRequests": "LNU req.", "lnuMetrics": "LNU metrics", "koordinator": "Koord."}
+
+
 @dataclass(frozen=True, slots=True)
 class RunSpec:
     """One run of a contender (`base`, a LABELS key): its cycle, upstream's tie seed, and the value of
@@ -1092,7 +1095,7 @@ def write_curve_chart(scenario: dict[str, Any], folder: Path = CHARTS) -> Path:
         default = shipped(base, TIE_SEEDS[0]).name
         lines.append(
             (
-                f"{LABELS[base]} ({kind})",
+                f"{SHORT[base]}: {kind}",
                 [
                     (run["evictions"], run["hotNodeMinutes"], _knob_text(kind, run), name == default)
                     for name, run in points

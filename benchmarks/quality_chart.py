@@ -152,7 +152,7 @@ def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, floa
         parts.append(
             f'<line x1="{lx}" x2="{lx + 26}" y1="{ly - 4}" y2="{ly - 4}" stroke="{colour}" stroke-width="2.2"{dashed}/>'
         )
-        parts.append(f'<text x="{lx + 32}" y="{ly}" font-size="11">{html.escape(label)}</text>')
+        parts.append(f'<text x="{lx + 32}" y="{ly}" font-size="10">{html.escape(label)}</text>')
     body = "".join(parts)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
