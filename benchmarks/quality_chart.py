@@ -4,9 +4,9 @@ contender, as a standalone SVG file (legend inside, no scripts) that RESULTS.md 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from descheduler.simulate.charts import count_axis
+from descheduler.simulate.charts import Axis, count_axis
 
 WIDTH, HEIGHT = 820, 320
 LEFT, RIGHT, TOP, BOTTOM = 56, 200, 34, 44
@@ -31,6 +31,38 @@ def bucket_means(points: Sequence[tuple[float, float]], hours: float, bucket: fl
     return out
 
 
+def _legend_entry(i: int, label: str, colour: str, dashed: str, font_size: int) -> list[str]:
+    """The i-th entry of the legend right of the plot: a stroke of the line's style and its label."""
+    ly = TOP + 14 + 20 * i
+    lx = WIDTH - RIGHT + 14
+    return [
+        f'<line x1="{lx}" x2="{lx + 26}" y1="{ly - 4}" y2="{ly - 4}" stroke="{colour}" stroke-width="2.2"{dashed}/>',
+        f'<text x="{lx + 32}" y="{ly}" font-size="{font_size}">{html.escape(label)}</text>',
+    ]
+
+
+def _frame(title: str, top: Axis, y: Callable[[float], float]) -> list[str]:
+    """The background, the title and the value axis's gridlines and ticks."""
+    parts = [
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
+        f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{html.escape(title)}</text>',
+    ]
+    for value, text in top.ticks:
+        parts.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="#e5e5e5"/>'
+        )
+        parts.append(f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11">{text}</text>')
+    return parts
+
+
+def _svg(title: str, parts: list[str]) -> str:
+    body = "".join(parts)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'role="img" aria-label="{html.escape(title)}">{body}</svg>\n'
+    )
+
+
 def hot_nodes_svg(title: str, hours: float, lines: Sequence[tuple[str, Sequence[tuple[float, float]]]]) -> str:
     """`lines`: (label, [(hour, hot nodes)]) per contender, drawn as steps over 0..`hours`."""
     top = count_axis(max([1.0, *(float(v) for _, points in lines for _, v in points)]))
@@ -42,15 +74,7 @@ def hot_nodes_svg(title: str, hours: float, lines: Sequence[tuple[str, Sequence[
     def y(value: float) -> float:
         return TOP + plot_h * (1 - value / top.top)
 
-    parts = [
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
-        f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{html.escape(title)}</text>',
-    ]
-    for value, text in top.ticks:
-        parts.append(
-            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="#e5e5e5"/>'
-        )
-        parts.append(f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11">{text}</text>')
+    parts = _frame(title, top, y)
     step = 3 if hours > 12 else 1
     for hour in range(0, int(hours) + 1, step):
         parts.append(
@@ -78,17 +102,8 @@ def hot_nodes_svg(title: str, hours: float, lines: Sequence[tuple[str, Sequence[
             f'<polyline fill="none" stroke="{colour}" stroke-width="{2.2 if i == 1 else 1.6}"{dashed} '
             f'points="{" ".join(path)}"><title>{html.escape(label)}</title></polyline>'
         )
-        ly = TOP + 14 + 20 * i
-        lx = LEFT + plot_w + 14
-        parts.append(
-            f'<line x1="{lx}" x2="{lx + 26}" y1="{ly - 4}" y2="{ly - 4}" stroke="{colour}" stroke-width="2.2"{dashed}/>'
-        )
-        parts.append(f'<text x="{lx + 32}" y="{ly}" font-size="12">{html.escape(label)}</text>')
-    body = "".join(parts)
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'role="img" aria-label="{html.escape(title)}">{body}</svg>\n'
-    )
+        parts += _legend_entry(i, label, colour, dashed, 12)
+    return _svg(title, parts)
 
 
 def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, float, str, bool]]]]) -> str:
@@ -107,15 +122,7 @@ def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, floa
     def y(value: float) -> float:
         return TOP + plot_h * (1 - value / top.top)
 
-    parts = [
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/>',
-        f'<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{html.escape(title)}</text>',
-    ]
-    for value, text in top.ticks:
-        parts.append(
-            f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="#e5e5e5"/>'
-        )
-        parts.append(f'<text x="{LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end" font-size="11">{text}</text>')
+    parts = _frame(title, top, y)
     for value, text in right.ticks:
         parts.append(
             f'<text x="{x(value):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle" font-size="11">{text}</text>'
@@ -147,14 +154,5 @@ def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, floa
                 f'<text x="{x(float(e)) + 6:.1f}" y="{y(float(h)) - 6:.1f}" font-size="10" fill="{colour}">'
                 f"{html.escape(knob)}</text>"
             )
-        ly = TOP + 14 + 20 * i
-        lx = LEFT + plot_w + 14
-        parts.append(
-            f'<line x1="{lx}" x2="{lx + 26}" y1="{ly - 4}" y2="{ly - 4}" stroke="{colour}" stroke-width="2.2"{dashed}/>'
-        )
-        parts.append(f'<text x="{lx + 32}" y="{ly}" font-size="10">{html.escape(label)}</text>')
-    body = "".join(parts)
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'role="img" aria-label="{html.escape(title)}">{body}</svg>\n'
-    )
+        parts += _legend_entry(i, label, colour, dashed, 10)
+    return _svg(title, parts)
