@@ -24,7 +24,8 @@ product. Each behaves as its peer does, weaknesses included: that is the point o
   apply (a PDB refusal skips the pod, as upstream's 429 does). `upstream_policy` turns off the
   migration controller's limits upstream does not have (cooldown, per-workload limits, the
   workload rate limiter, maxMigratingPerNode): upstream evicts through the Eviction API alone.
-- left out: useDeviationThresholds, the metrics collector's smoothing of node usage, nodeFit.
+- left out: useDeviationThresholds, nodeFit, and the metrics collector's smoothing of node usage
+  (as its Helm chart ships it, a CronJob, each run is a new process that keeps its first reading).
 
 `KoordinatorLowNodeLoad` (peers.md §2), args `lowThresholds`, `highThresholds`, `numberOfNodes`,
 `anomalyCondition.consecutiveAbnormalities` (default 5), `resourceWeights` (default cpu 1,

@@ -211,7 +211,6 @@ class Contender:
     stock: bool  # True: no extender; the simulated stock kube-scheduler alone places replacements
     reset: Callable[[], None] = lambda: None  # clears a baseline's memory between runs
     seconds: float = 600.0  # the cycle
-    feed: str = "metricsServer"  # the metrics the contender reads (the other feed is not published)
     # The planner's whole memory is its strategy state, so quiet cycles need not run (SimulationOptions).
     skip_quiet: bool = False
 
@@ -255,7 +254,6 @@ def contender(spec: RunSpec, ours_args: str = "") -> Contender:
         stock=False,
         reset=peers.reset_peer_state,
         seconds=seconds,
-        feed="nodeMetric",
         skip_quiet=True,
     )
 
@@ -757,20 +755,23 @@ def run_one(
 ) -> dict[str, Any]:
     started = time.perf_counter()
     contender.reset()
+    policy = contender.policy()
+    feed = policy.load_source.type  # the one metrics feed published: nothing reads the other
     simulation = QualitySimulation(
-        coarse(loaded, feed=contender.feed),
-        contender.policy(),
+        coarse(loaded, feed=feed),
+        policy,
         cycles,
         stock=contender.stock,
         keep=keep,
         scored_from=scored,
         skip_quiet=contender.skip_quiet,
-        wake=wake_periods(contender.feed),
+        wake=wake_periods(feed),
     )
     record = simulation.run()
-    moves = simulation.scored_moves(simulation._replacements())
+    replacements = simulation._replacements()
+    moves = simulation.scored_moves(replacements)
     ping_pong = simulation.ping_pong(moves)
-    spells = simulation.hot_spells(simulation._replacements())
+    spells = simulation.hot_spells(replacements)
     phases = simulation.scored_phases()
     samples, _ = simulation.scored()
     out: dict[str, Any] = {
@@ -932,8 +933,6 @@ def curves(runs: dict[str, dict[str, Any]]) -> dict[Curve, list[tuple[str, dict[
             continue
         if name == shipped(base, TIE_SEEDS[0]).name:
             defaults[base] = (name, run)
-            if base.startswith("lnu"):
-                out.setdefault((base, "schedule"), []).append((name, run))
             continue
         out.setdefault((base, knob_kind(base, run.get("knob"))), []).append((name, run))
     for (base, _), points in out.items():
