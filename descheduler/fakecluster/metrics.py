@@ -18,6 +18,10 @@ A feed publishes at began + k·interval. The cluster steps only at some instants
 the latest such instant p that was not published yet (older ones would be overwritten anyway), stamped
 p, each value the time-weighted mean over [p − window, p] of the kubelet's usage, which holds from the
 step that computed it until the next step.
+
+metrics.k8s.io is an aggregated API: metrics-server answers it from the scrapes it holds in memory, and
+nothing of it is in etcd. So the store serves it from the last publication (`Store.serve`), with no
+write per pod and no resourceVersion of its own; NodeMetric is a custom resource, written to the store.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import numpy.typing as npt
 
 from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.apiserver.clock import rfc3339
+from descheduler.fakecluster.apiserver.entry import Entry, make_entry
+from descheduler.fakecluster.apiserver.resources import ResourceType
 from descheduler.fakecluster.kubelet import PodUsage
 
 # The kubelet's usage now (pod key -> usage). A feed keeps the mappings of recent steps, so the source
@@ -53,8 +59,23 @@ def memory_text(units: int) -> str:
     return f"{units // 1024}Ki" if units % 1024 == 0 else str(units)
 
 
-def _upsert(store: Store, obj: dict[str, Any]) -> None:
-    store.put(obj)
+def _by_key(rt: ResourceType, objects: list[dict[str, Any]], rv: int) -> dict[str, Entry]:
+    """Entries of `objects` by key, in key order (how the store lists)."""
+    entries = (make_entry(rt, obj, rv, share=True) for obj in objects)
+    return dict(sorted(((entry.key, entry) for entry in entries), key=lambda item: item[0]))
+
+
+@dataclass(slots=True)
+class _Served:
+    """The metrics-server publication served: its reading, timestamp and window, the nodes there were,
+    the store's resourceVersion then, and the objects made from them on the first read."""
+
+    reading: Reading
+    stamp: str
+    window: str
+    nodes: list[dict[str, Any]]
+    rv: int
+    entries: tuple[dict[str, Entry], dict[str, Entry]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +221,10 @@ def _rounded(values: FloatArray) -> list[int]:
 
 @dataclass(slots=True)
 class MetricsPublisher:
-    """PodMetrics per running pod and NodeMetrics per node (Σ pods + overhead), with stale PodMetrics
-    removed, and a NodeMetric per node. Each kind follows its `Feed`, or without one is published as
-    before: at a step at least `report_interval` after the last report, with that step's usage."""
+    """PodMetrics per running pod and NodeMetrics per node (Σ pods + overhead), served from the last
+    publication as metrics-server serves them from memory, and a NodeMetric per node, stored. Each kind
+    follows its `Feed`, or without one is published as before: at a step at least `report_interval`
+    after the last report, with that step's usage."""
 
     store: Store
     usage: Source
@@ -214,6 +236,7 @@ class MetricsPublisher:
     last_report: float | None = None
     history: UsageHistory = field(default_factory=UsageHistory)
     _published: dict[str, float] = field(default_factory=dict)  # feed -> the last instant it published
+    _served: _Served | None = None  # what metrics.k8s.io answers from
 
     def step(self, now: float) -> None:
         if self.began is None:
@@ -276,52 +299,74 @@ class MetricsPublisher:
         """metrics.k8s.io objects when `server_window` is given; NodeMetric when `node_metric`
         (report interval, aggregate duration) is."""
         stamp = rfc3339(reading.at)
-        window = f"{server_window}s"  # metrics-server's: the span its cpu rate is taken over
+        nodes = self.store.list("nodes", shared=True)
         if server_window is not None:
-            for usage in reading.pods.values():
-                _upsert(
-                    self.store,
-                    {
-                        "apiVersion": "metrics.k8s.io/v1beta1",
-                        "kind": "PodMetrics",
-                        "metadata": {"name": usage.name, "namespace": usage.namespace},
-                        "timestamp": stamp,
-                        "window": window,
-                        "containers": [
-                            {"name": "main", "usage": {"cpu": cpu_text(usage.cpu), "memory": memory_text(usage.memory)}}
-                        ],
-                    },
-                )
-            rt = self.store.resolve("pods.metrics.k8s.io")
-            for entry in self.store.list_page(rt).items:  # names only: no object decoded
-                if entry.key not in reading.pods:
-                    namespace, name = entry.key.split("/", 1)
-                    self.store.delete(rt, name, namespace)
+            self._serve(_Served(reading, stamp, f"{server_window}s", nodes, self.store.resource_version))
+        if node_metric is None:
+            return
         by_node: dict[str, list[PodUsage]] = {}
-        for usage in reading.pods.values() if node_metric is not None else ():
+        for usage in reading.pods.values():
             by_node.setdefault(usage.node, []).append(usage)
-        for node in self.store.list("nodes", shared=True):
+        interval, duration = node_metric
+        for node in nodes:
             name = node["metadata"]["name"]
-            cpu, memory = reading.nodes.get(name, (0, 0))
-            cpu += self.overhead.get("cpu", 0)
-            memory += self.overhead.get("memory", 0)
-            if server_window is not None:
-                _upsert(
-                    self.store,
-                    {
-                        "apiVersion": "metrics.k8s.io/v1beta1",
-                        "kind": "NodeMetrics",
-                        "metadata": {"name": name, "labels": dict(node["metadata"].get("labels") or {})},
-                        "timestamp": stamp,
-                        "window": window,
-                        "usage": {"cpu": cpu_text(cpu), "memory": memory_text(memory)},
-                    },
-                )
-            if node_metric is not None:
-                interval, duration = node_metric
-                _upsert(
-                    self.store, self._node_metric(name, stamp, cpu, memory, by_node.get(name, []), interval, duration)
-                )
+            cpu, memory = self._node_usage(reading, name)
+            self.store.put(self._node_metric(name, stamp, cpu, memory, by_node.get(name, []), interval, duration))
+
+    def _node_usage(self, reading: Reading, node: str) -> tuple[int, int]:
+        """A node's cpu millicores and memory bytes in `reading`: its pods' Σ plus the node's overhead."""
+        cpu, memory = reading.nodes.get(node, (0, 0))
+        return cpu + self.overhead.get("cpu", 0), memory + self.overhead.get("memory", 0)
+
+    def _serve(self, served: _Served) -> None:
+        """metrics.k8s.io answers from this publication from now on. Like metrics-server, which keeps
+        its scrapes in memory, nothing is stored: the objects are made when a get or list first asks."""
+        first = self._served is None
+        self._served = served
+        if first:
+            self.store.serve("nodes.metrics.k8s.io", lambda: self._entries(0))
+            self.store.serve("pods.metrics.k8s.io", lambda: self._entries(1))
+
+    def _entries(self, kind: int) -> Mapping[str, Entry]:
+        """The served publication's NodeMetrics (kind 0) or PodMetrics (1) by key, in key order."""
+        served = self._served
+        assert served is not None
+        if served.entries is None:
+            served.entries = (self._node_entries(served), self._pod_entries(served))
+        return served.entries[kind]
+
+    def _node_entries(self, served: _Served) -> dict[str, Entry]:
+        rt = self.store.resolve("nodes.metrics.k8s.io")
+        objects = []
+        for node in served.nodes:
+            cpu, memory = self._node_usage(served.reading, node["metadata"]["name"])
+            meta = {"name": node["metadata"]["name"], "labels": dict(node["metadata"].get("labels") or {})}
+            objects.append(
+                {
+                    "apiVersion": "metrics.k8s.io/v1beta1",
+                    "kind": "NodeMetrics",
+                    "metadata": meta | {"creationTimestamp": served.stamp},
+                    "timestamp": served.stamp,
+                    "window": served.window,
+                    "usage": {"cpu": cpu_text(cpu), "memory": memory_text(memory)},
+                }
+            )
+        return _by_key(rt, objects, served.rv)
+
+    def _pod_entries(self, served: _Served) -> dict[str, Entry]:
+        rt = self.store.resolve("pods.metrics.k8s.io")
+        objects = [
+            {
+                "apiVersion": "metrics.k8s.io/v1beta1",
+                "kind": "PodMetrics",
+                "metadata": {"name": u.name, "namespace": u.namespace, "creationTimestamp": served.stamp},
+                "timestamp": served.stamp,
+                "window": served.window,
+                "containers": [{"name": "main", "usage": {"cpu": cpu_text(u.cpu), "memory": memory_text(u.memory)}}],
+            }
+            for u in served.reading.pods.values()
+        ]
+        return _by_key(rt, objects, served.rv)
 
     def _node_metric(
         self, node: str, stamp: str, cpu: int, memory: int, pods: list[PodUsage], interval: int, window: int

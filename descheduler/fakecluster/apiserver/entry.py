@@ -59,7 +59,9 @@ class Entry:
         return self.fields[rt.field_labels.index(path)]
 
 
-def make_entry(rt: ResourceType, obj: Mapping[str, Any], rv: int) -> Entry:
+def make_entry(rt: ResourceType, obj: Mapping[str, Any], rv: int, *, share: bool = False) -> Entry:
+    """`share`: `obj` is also the entry's `shared()` object, so it is never decoded (the caller gives it
+    up: nothing may change it afterwards)."""
     meta = obj["metadata"]
     return Entry(
         key=object_key(meta.get("namespace") or "", meta["name"]),
@@ -68,4 +70,5 @@ def make_entry(rt: ResourceType, obj: Mapping[str, Any], rv: int) -> Entry:
         fields=tuple(field_value(obj, path) for path in rt.field_labels),
         rv=rv,
         system={k: meta[k] for k in SYSTEM_METADATA if k in meta},
+        _shared=[dict(obj)] if share else [],
     )

@@ -32,6 +32,7 @@ from .watch import StopWatch, Watcher, WatchEvent
 
 ResourceRef = str | ResourceType
 Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
+View = Callable[[], Mapping[str, Entry]]  # a served kind's entries by key, in key order
 
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 CONTINUE_TOO_OLD = (
@@ -82,13 +83,15 @@ class Store:
         self._expired_before: dict[ResourceType, int] = dict.fromkeys(self.table, 0)
         self._watchers: dict[ResourceType, set[Watcher]] = {rt: set() for rt in self.table}
         # Consistent pagination: a continue token reads the key set and entries of its first page.
-        self._snapshots: OrderedDict[tuple[ResourceType, int], tuple[builtins.list[str], dict[str, Entry]]] = (
+        self._snapshots: OrderedDict[tuple[ResourceType, int], tuple[builtins.list[str], Mapping[str, Entry]]] = (
             OrderedDict()
         )
         self._snapshot_count = snapshot_count
         self._timers: set[threading.Timer] = set()
         self._pods = self.table.by_kind("v1", "Pod")
         self._namespaces = self.table.by_kind("v1", "Namespace")
+        # Read-only kinds a component serves from memory instead (metrics-server's metrics.k8s.io).
+        self._views: dict[ResourceType, View] = {}
 
     # ----------------------------------------------------------------- reads
 
@@ -115,8 +118,20 @@ class Store:
     def resolve(self, resource: ResourceRef) -> ResourceType:
         return self.table.resolve(resource)
 
+    def serve(self, resource: ResourceRef, view: View) -> None:
+        """Answer gets and lists of `resource` from `view` (its entries by key, in key order) instead of
+        stored objects, as an aggregated API answers from its own memory: nothing is written, so no
+        resourceVersion moves and no watch hears of it (metrics.k8s.io cannot be watched)."""
+        rt = self.resolve(resource)
+        with self.lock:
+            self._views[rt] = view
+
+    def _current(self, rt: ResourceType) -> Mapping[str, Entry]:
+        view = self._views.get(rt)
+        return self._objects[rt] if view is None else view()
+
     def entry(self, rt: ResourceType, name: str, namespace: str = "") -> Entry:
-        found = self._objects[rt].get(object_key(namespace if rt.namespaced else "", name))
+        found = self._current(rt).get(object_key(namespace if rt.namespaced else "", name))
         if found is None:
             raise errors.not_found(rt, name)
         return found
@@ -130,7 +145,7 @@ class Store:
     def exists(self, resource: ResourceRef, name: str, namespace: str = "") -> bool:
         rt = self.resolve(resource)
         with self.lock:
-            return object_key(namespace if rt.namespaced else "", name) in self._objects[rt]
+            return object_key(namespace if rt.namespaced else "", name) in self._current(rt)
 
     def list(
         self,
@@ -158,9 +173,11 @@ class Store:
     def count(self, resource: ResourceRef) -> int:
         rt = self.resolve(resource)
         with self.lock:
-            return len(self._objects[rt])
+            return len(self._current(rt))
 
     def _keys(self, rt: ResourceType) -> builtins.list[str]:
+        if rt in self._views:
+            return builtins.list(self._views[rt]())  # a view gives its entries in key order
         keys = self._sorted[rt]
         if keys is None:
             # Rebuilt lazily: bulk loads and churn pay for one sort at the next list, not per write.
@@ -191,7 +208,7 @@ class Store:
                 keys, objects = snapshot
             else:
                 list_rv = self._rv
-                keys, objects = self._keys(rt), self._objects[rt]
+                keys, objects = self._keys(rt), self._current(rt)
                 if resource_version not in (None, "", "0"):
                     requested = _parse_rv(resource_version)
                     if requested > self._rv:
@@ -225,12 +242,12 @@ class Store:
             token = _encode_continue(list_rv, items[-1].key + "\x00")
             return ListPage(rt, items, list_rv, token, None if filtering else hi - i)
 
-    def _snapshot(self, rt: ResourceType, rv: int) -> tuple[builtins.list[str], dict[str, Entry]] | None:
+    def _snapshot(self, rt: ResourceType, rv: int) -> tuple[builtins.list[str], Mapping[str, Entry]] | None:
         if (rt, rv) in self._snapshots:
             self._snapshots.move_to_end((rt, rv))
             return self._snapshots[(rt, rv)]
         if rv == self._rv:
-            return self._keys(rt), self._objects[rt]
+            return self._keys(rt), self._current(rt)
         return None
 
     # ---------------------------------------------------------------- writes
