@@ -29,8 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
-from types import MappingProxyType
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -38,7 +37,7 @@ import numpy.typing as npt
 
 from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.apiserver.clock import rfc3339
-from descheduler.fakecluster.apiserver.entry import Entry, encode, make_entry, object_key
+from descheduler.fakecluster.apiserver.entry import Entry, make_entry
 from descheduler.fakecluster.apiserver.resources import ResourceType
 from descheduler.fakecluster.kubelet import PodUsage
 
@@ -60,14 +59,10 @@ def memory_text(units: int) -> str:
     return f"{units // 1024}Ki" if units % 1024 == 0 else str(units)
 
 
-_NO_LABELS: Mapping[str, str] = MappingProxyType({})
-_first = itemgetter(0)
-
-
 def _by_key(rt: ResourceType, objects: list[dict[str, Any]], rv: int) -> dict[str, Entry]:
     """Entries of `objects` by key, in key order (how the store lists)."""
     entries = (make_entry(rt, obj, rv, share=True) for obj in objects)
-    return dict(sorted(((entry.key, entry) for entry in entries), key=_first))
+    return dict(sorted(((entry.key, entry) for entry in entries), key=lambda item: item[0]))
 
 
 @dataclass(slots=True)
@@ -359,27 +354,19 @@ class MetricsPublisher:
         return _by_key(rt, objects, served.rv)
 
     def _pod_entries(self, served: _Served) -> dict[str, Entry]:
-        """Made directly rather than by `make_entry` (a list of every pod's at every cycle, and at 300
-        nodes the generic path was a fifth of a simulation's time): no labels, and system metadata,
-        resourceVersion and the decoded object shared by them all."""
         rt = self.store.resolve("pods.metrics.k8s.io")
-        system = {"creationTimestamp": served.stamp}
-        entries = []
-        for u in served.reading.pods.values():
-            meta = {"name": u.name, "namespace": u.namespace, "creationTimestamp": served.stamp}
-            obj = {
+        objects = [
+            {
                 "apiVersion": "metrics.k8s.io/v1beta1",
                 "kind": "PodMetrics",
-                "metadata": meta,
+                "metadata": {"name": u.name, "namespace": u.namespace, "creationTimestamp": served.stamp},
                 "timestamp": served.stamp,
                 "window": served.window,
                 "containers": [{"name": "main", "usage": {"cpu": cpu_text(u.cpu), "memory": memory_text(u.memory)}}],
             }
-            fields = tuple(str(meta[path.removeprefix("metadata.")]) for path in rt.field_labels)
-            key = object_key(u.namespace, u.name)
-            entries.append((key, Entry(key, encode(obj), _NO_LABELS, fields, served.rv, system, [obj])))
-        entries.sort(key=_first)
-        return dict(entries)
+            for u in served.reading.pods.values()
+        ]
+        return _by_key(rt, objects, served.rv)
 
     def _node_metric(
         self, node: str, stamp: str, cpu: int, memory: int, pods: list[PodUsage], interval: int, window: int
