@@ -778,6 +778,7 @@ def run_one(
     out: dict[str, Any] = {
         "seconds": contender.seconds,
         "evictions": len(moves),
+        "day1Evictions": len(replacements) - len(moves),  # the warm-up day's: not scored, but churn all the same
         "jobs": phases,
         "failedOrAborted": phases.get("Failed", 0) + phases.get("Aborted", 0),
         "pingPong": len(ping_pong),
@@ -901,10 +902,20 @@ def grouped(runs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     members = [run for key, run in runs.items() if key == name or key.startswith(f"{name}#")]
     if len(members) == 1:
         return members[0]
-    figures = ("evictions", "hotNodeMinutes", "pingPong", "failedOrAborted", "movedMoreThanOnce", "worstP99")
+    figures = (
+        "evictions",
+        "day1Evictions",
+        "hotNodeMinutes",
+        "pingPong",
+        "failedOrAborted",
+        "movedMoreThanOnce",
+        "worstP99",
+    )
     out = dict(members[0])
     out["ranges"] = {}
     for figure in figures:
+        if any(figure not in run for run in members):  # a figure runs of an older version lack
+            continue
         values = sorted(run[figure] for run in members)
         out[figure] = float(np.median(values))
         out["ranges"][figure] = (values[0], values[-1])
@@ -1138,6 +1149,7 @@ def _row(scenario_label: str, label: str, run: dict[str, Any], off: bool = False
         scenario_label,
         label,
         figure("evictions", lambda v: f"{v:g}"),
+        "—" if off or "day1Evictions" not in run else figure("day1Evictions", lambda v: f"{v:g}"),
         "—" if off or ratio is None else f"{ratio:.2f}×",
         f"{run['hotNodeMinutes']:.0f}"
         + (
@@ -1157,6 +1169,7 @@ HEADER = [
     "scenario",
     "contender (cycle)",
     "evictions",
+    "evictions on day 1",
     "÷ minimum",
     "hot-node-minutes",
     "worst node p99",

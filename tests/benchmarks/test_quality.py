@@ -190,14 +190,15 @@ def test_verdict_names_each_missed_target() -> None:
 
 def test_upstream_rows_are_the_median_over_tie_seeds_with_their_range() -> None:
     runs = {
-        "lnuMetrics": _run(10, 300, ratio=1.0),
-        "lnuMetrics#2": _run(14, 100, ratio=1.4),
-        "lnuMetrics#3": _run(12, 200, ratio=1.2, limitViolations=1),
+        "lnuMetrics": _run(10, 300, ratio=1.0, day1Evictions=5),
+        "lnuMetrics#2": _run(14, 100, ratio=1.4, day1Evictions=9),
+        "lnuMetrics#3": _run(12, 200, ratio=1.2, limitViolations=1, day1Evictions=3),
         "lnuMetrics@60s": _run(99, 1),  # another cycle: not one of its seeds
     }
     row = grouped(runs, "lnuMetrics")
     assert (row["evictions"], row["hotNodeMinutes"], row["ratio"], row["seeds"]) == (12, 200, 1.2, 3)
     assert row["ranges"]["evictions"] == (10, 14) and row["limitViolations"] == 1
+    assert (row["day1Evictions"], row["ranges"]["day1Evictions"]) == (5, (3, 9))
     assert grouped(runs, "lnuMetrics@60s") is runs["lnuMetrics@60s"]
 
 
