@@ -165,6 +165,14 @@ def test_verdict_names_each_missed_target() -> None:
     assert verdict(scenario) == [
         "ours does not dominate koordinator (100 evictions / 50 hot-node-minutes against 100 / 50)"
     ]
+    # A tie on day 2 is broken by day 1's evictions, and a tie at nothing evicted and nothing hot is met.
+    scenario["runs"]["ours"]["day1Evictions"], scenario["runs"]["koordinator"]["day1Evictions"] = 20, 30
+    assert verdict(scenario) == []
+    scenario["runs"]["ours"]["day1Evictions"] = 30
+    assert len(verdict(scenario)) == 1
+    scenario["runs"]["ours"] = scenario["runs"]["koordinator"] = _run(0, 0, None)
+    assert verdict(scenario) == []
+    scenario["runs"]["koordinator"] = _run(100, 50)
     scenario["runs"]["ours"] = _run(100, 200, ratio=2.5, ping=2, movedMoreThanOnce=11, failedOrAborted=1)
     assert verdict(scenario) == [
         "ours does not dominate lnuRequests (100 evictions / 200 hot-node-minutes against 400 / 60)",
