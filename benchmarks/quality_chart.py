@@ -4,6 +4,7 @@ contender, as a standalone SVG file (legend inside, no scripts) that RESULTS.md 
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable, Sequence
 
 from descheduler.simulate.charts import Axis, count_axis
@@ -106,17 +107,34 @@ def hot_nodes_svg(title: str, hours: float, lines: Sequence[tuple[str, Sequence[
     return _svg(title, parts)
 
 
+LOG_SPAN = 30  # evictions are drawn on a log scale when the largest is this many times the smallest above 0
+
+
+def _evictions_axis(values: Sequence[float]) -> tuple[Axis, bool]:
+    """Counts from 0, or when they span more than LOG_SPAN (a peer's 1-min point at thousands beside
+    ours at tens) powers of ten from 0 on a log scale, labelled 0, 1, 10, 100, 1,000…; and whether
+    it is the log scale."""
+    largest = max([1.0, *values])
+    positive = [v for v in values if v > 0]
+    if not positive or largest < LOG_SPAN * min(positive):
+        return count_axis(largest), False
+    decades = math.ceil(math.log10(largest))
+    return Axis(10.0**decades, ((0.0, "0"), *((10.0**k, f"{10**k:,}") for k in range(decades + 1)))), True
+
+
 def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, float, str, bool]]]]) -> str:
     """`lines`: (label, [(evictions, hot-node-minutes, the knob's value, shipped default)]) per contender,
     each a polyline through its points in order of evictions, every point labelled with the knob's value
     and the shipped default drawn filled."""
     xs = [float(p[0]) for _, points in lines for p in points]
     ys = [float(p[1]) for _, points in lines for p in points]
-    right = count_axis(max([1.0, *xs]))
+    right, logarithmic = _evictions_axis(xs)
     top = count_axis(max([1.0, *ys]))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(value: float) -> float:
+        if logarithmic:
+            return LEFT + plot_w * math.log10(1 + value) / math.log10(1 + right.top)
         return LEFT + plot_w * value / right.top
 
     def y(value: float) -> float:
@@ -131,7 +149,8 @@ def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, floa
     parts += [
         f'<line x1="{LEFT}" y1="{TOP + plot_h}" x2="{LEFT + plot_w}" y2="{TOP + plot_h}" stroke="#333"/>',
         f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + plot_h}" stroke="#333"/>',
-        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="12">evictions</text>',
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="12">evictions'
+        f"{' (log scale)' if logarithmic else ''}</text>",
         f'<text x="14" y="{middle}" font-size="12" transform="rotate(-90 14 {middle})" text-anchor="middle">'
         "hot-node-minutes</text>",
     ]

@@ -4,6 +4,7 @@ contender (no timing)."""
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -464,6 +465,22 @@ def test_the_curve_chart_is_well_formed_svg_with_a_line_per_contender_and_the_de
     circles = root.findall(f"{ns}circle")
     assert [c.get("fill") != "#fff" for c in circles] == [True, False, True]
     assert {t.text for t in root.findall(f"{ns}text")} >= {"evictions", "hot-node-minutes", "3"}
+
+
+def test_the_curve_chart_draws_evictions_on_a_log_scale_when_they_span_decades() -> None:
+    ns = "{http://www.w3.org/2000/svg}"
+
+    def xs(svg: str) -> list[float]:
+        return [float(c.get("cx") or 0) for c in ET.fromstring(svg).findall(f"{ns}circle")]
+
+    points = [(10, 50, "a", True), (100, 40, "b", False), (3242, 30, "c", False)]
+    svg = curves_svg("t", [("peer", points)])
+    texts = {t.text for t in ET.fromstring(svg).findall(f"{ns}text")}
+    assert {"evictions (log scale)", "0", "10", "1,000", "10,000"} <= texts
+    a, b, c = xs(svg)
+    assert (b - a) / (c - b) == pytest.approx(math.log10(101 / 11) / math.log10(3243 / 101), rel=0.01)
+    linear = curves_svg("t", [("peer", [(10, 50, "a", True), (100, 40, "b", False)])])  # one decade: linear
+    assert "evictions (log scale)" not in linear
 
 
 def test_the_picture_averages_each_step_series_over_its_buckets_by_time() -> None:
