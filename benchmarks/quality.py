@@ -961,6 +961,13 @@ def curves(runs: dict[str, dict[str, Any]]) -> dict[Curve, list[tuple[str, dict[
     return {key: sorted(points, key=lambda p: p[1]["evictions"]) for key, points in out.items() if len(points) > 1}
 
 
+def _does_nothing(run: dict[str, Any], off_heat: float) -> bool:
+    """A peer run that evicted nothing on the scored day and left all of off's heat: no descheduler that
+    evicts can have no more evictions than it, so the dominance targets leave it out (upstream in
+    requests mode on pods placed by a request-spreading scheduler)."""
+    return run["evictions"] == 0 and run["hotNodeMinutes"] >= off_heat
+
+
 def verdict(scenario: dict[str, Any]) -> list[str]:
     """The targets for one scenario (issue 44), each missed one as a sentence (empty: all met)."""
     runs = scenario["runs"]
@@ -969,6 +976,8 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
     off = runs["off"]["hotNodeMinutes"]
     for key in (k for k in PEERS if k in runs):
         run = grouped(runs, key)
+        if _does_nothing(run, off):
+            continue
         no_worse = run["hotNodeMinutes"] >= ours["hotNodeMinutes"] and run["evictions"] >= ours["evictions"]
         better = run["hotNodeMinutes"] > ours["hotNodeMinutes"] or run["evictions"] > ours["evictions"]
         # A tie on day 2 is broken by day 1's evictions; a tie at no eviction and no heat cannot be beaten.
@@ -986,6 +995,8 @@ def verdict(scenario: dict[str, Any]) -> list[str]:
             if base == "ours":
                 continue
             for name, point in points:
+                if _does_nothing(point, off):
+                    continue
                 if not any(
                     m["evictions"] <= point["evictions"] and m["hotNodeMinutes"] < point["hotNodeMinutes"] for m in mine
                 ):

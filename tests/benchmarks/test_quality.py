@@ -173,7 +173,13 @@ def test_verdict_names_each_missed_target() -> None:
     assert len(verdict(scenario)) == 1
     scenario["runs"]["ours"] = scenario["runs"]["koordinator"] = _run(0, 0, None)
     assert verdict(scenario) == []
+    # A peer that evicts nothing and leaves all of off's heat cannot be dominated by one that evicts: left out.
     scenario["runs"]["koordinator"] = _run(100, 50)
+    scenario["runs"]["ours"], scenario["runs"]["lnuRequests"] = _run(10, 0), _run(0, 1000, None)
+    assert verdict(scenario) == []
+    scenario["runs"]["lnuRequests"] = _run(0, 900, None)  # cooler than off without evicting: not left out
+    assert verdict(scenario)[0].startswith("ours does not dominate lnuRequests")
+    scenario["runs"]["lnuRequests"] = _run(400, 60)
     scenario["runs"]["ours"] = _run(100, 200, ratio=2.5, ping=2, movedMoreThanOnce=11, failedOrAborted=1)
     assert verdict(scenario) == [
         "ours does not dominate lnuRequests (100 evictions / 200 hot-node-minutes against 400 / 60)",
