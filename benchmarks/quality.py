@@ -1074,6 +1074,40 @@ def run_quality(
     return summary(scenarios)
 
 
+def merge_results(documents: Sequence[dict[str, Any]], folder: Path = CHARTS) -> dict[str, Any]:
+    """Several invocations' results as one (the full run takes hours, so it is made in parts): scenarios
+    by name, a later document's run replacing an earlier one of the same name, each run's ratio to its
+    scenario's minimum recomputed, then `summary` (the verdicts) and the charts."""
+    scenarios: dict[str, dict[str, Any]] = {}
+    for document in documents:
+        for scenario in document["scenarios"]:
+            known = scenarios.setdefault(scenario["name"], {**scenario, "runs": {}})
+            known["runs"].update(scenario["runs"])
+    merged = []
+    for name, scenario in scenarios.items():
+        runs = scenario["runs"]
+        if "off" not in runs or "ours" not in runs:
+            raise ValueError(f"{name}: no document holds its off and ours runs, which every scenario needs")
+        minimum = runs["off"]["minimum"]["moves"]
+        for key, run in runs.items():
+            if key != "off":
+                run["ratio"] = round(run["evictions"] / minimum, 3) if minimum else None
+        scenario["runs"] = {key: runs[key] for key in sorted(runs, key=_run_order)}
+        merged.append(scenario)
+    merged.sort(key=lambda s: (s["nodes"], s["family"]))
+    for scenario in merged:
+        write_chart(scenario, folder)
+        if curves(scenario["runs"]):
+            write_curve_chart(scenario, folder)
+    return summary(merged)
+
+
+def _run_order(name: str) -> tuple[int, str]:
+    """Runs in LABELS' order of their contender, then by name."""
+    base = name.split("#")[0].split("@")[0].split("~")[0]
+    return list(LABELS).index(base), name
+
+
 def summary(scenarios: list[dict[str, Any]]) -> dict[str, Any]:
     """The flat metrics over `scenarios` (each given its missed targets) and the scenarios."""
     for scenario in scenarios:
@@ -1282,8 +1316,21 @@ def main() -> None:
     parser.add_argument("--ours-args", default="", help='YAML lines for ours\' LowNodeLoad args ("reliefDepth: 0")')
     parser.add_argument("--no-uniform", action="store_true", help="without the table on one 1-min cycle")
     parser.add_argument("--sweep", type=int, nargs="*", default=[], help="sizes at which to sweep the knobs")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="combine earlier runs' JSON (later wins) instead of running",
+    )
     args = parser.parse_args()
     configure_logging("warning")  # on stderr, so stdout is the JSON and the table
+    if args.merge:
+        decoder = json.JSONDecoder()
+        run = merge_results([decoder.raw_decode(path.read_text())[0] for path in args.merge])  # JSON, then tables
+        print(json.dumps(run, indent=1, default=str))
+        print(render_quality(run))
+        return
     run = run_quality(
         args.family,
         args.nodes,

@@ -35,6 +35,7 @@ from benchmarks.quality import (
     curves,
     fewest_for_all,
     grouped,
+    merge_results,
     move_causes,
     ours_policy,
     plan_runs,
@@ -494,3 +495,21 @@ def test_the_picture_averages_each_step_series_over_its_buckets_by_time() -> Non
     series = [(0.0, 2), (0.25, 0), (0.75, 4)]
     assert bucket_means(series, 1.0, 0.5) == [(0.0, 1.0), (0.5, 2.0)]
     assert bucket_means(series, 1.0, 1.0) == [(0.0, 1.5)]
+
+
+def test_results_of_several_invocations_merge_by_scenario_with_the_later_run_winning(tmp_path: Path) -> None:
+    def scenario(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        return {"name": "bitbrains-50", "family": "bitbrains", "nodes": 50, "pods": 600, "seed": 1, "hours": 48.0,
+                "scoredHours": 24.0, "runs": {k: v | {"hotSeries": [(0.0, 1)]} for k, v in runs.items()}}  # fmt: skip
+
+    off = _run(0, 1000, None) | {"minimum": {"moves": 10, "exact": True}, "reactionFloor": 5}
+    first = {"scenarios": [scenario({"off": off, "ours": _run(30, 20), "koordinator": _run(99, 99)})]}
+    later = {"scenarios": [scenario({"koordinator": _run(40, 200), "lnuMetrics#2": _run(50, 300)})]}
+    merged = merge_results([first, later], tmp_path)
+    [result] = merged["scenarios"]
+    assert list(result["runs"]) == ["off", "ours", "lnuMetrics#2", "koordinator"]  # LABELS' order
+    assert result["runs"]["koordinator"]["evictions"] == 40  # the later document's run
+    assert [result["runs"][k]["ratio"] for k in ("ours", "koordinator")] == [3.0, 4.0]
+    assert merged["ours_ratio"] == 3.0 and (tmp_path / "quality-bitbrains-50.svg").exists()
+    with pytest.raises(ValueError, match="bitbrains-50: no document holds its off and ours runs"):
+        merge_results([later], tmp_path)
