@@ -201,10 +201,13 @@ class ReservationWriter:
             return True
         return False
 
-    def expire(self, name: str, held: Reservation, now: datetime) -> bool:
+    def expire(
+        self, name: str, held: Reservation, now: datetime, on_written: Callable[[dict[str, Any]], None] | None = None
+    ) -> bool:
         """Mark Reservation `name` Expired if it still holds the room `held` and its TTL has run out
         at `now`, as the migration controller's sweeper does: the scheduler side releases unconsumed
-        room on time even while no controller leads. True when it is Expired afterwards."""
+        room on time even while no controller leads. True when it is Expired afterwards; `on_written`
+        sees the Reservation as written, so the answers stop counting its room before the watch shows it."""
         for _ in range(CONFLICT_RETRIES):
             raw = self._get(name)
             if raw is None:
@@ -214,11 +217,13 @@ class ReservationWriter:
                 return record.reservation.phase == "Expired"
             status = {**(raw.get("status") or {}), "phase": "Expired", "reason": "TTLExceeded"}
             try:
-                self._write_status(raw, status)
+                written = self._write_status(raw, status)
             except KubeApiError as err:
                 if err.status in (404, 409):
                     continue
                 raise
+            if on_written is not None:
+                on_written(written)
             log.info("extender: Reservation %s on node %s expired unconsumed", name, held.node_name)
             return True
         return False
@@ -314,10 +319,12 @@ class ReservationWriter:
 
 class Acknowledger:
     """Writes Reservation statuses off the watch thread: `offer` (acknowledge) and `expire` queue, a
-    worker writes; the latest task per Reservation wins."""
+    worker writes; the latest task per Reservation wins. `on_expired` sees each Reservation written
+    Expired."""
 
-    def __init__(self, writer: ReservationWriter) -> None:
+    def __init__(self, writer: ReservationWriter, on_expired: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.writer = writer
+        self._on_expired = on_expired
         self._queue: dict[str, Callable[[], object]] = {}
         self._cond = threading.Condition()
         self._stop = False
@@ -327,7 +334,7 @@ class Acknowledger:
         self._put({r.name: partial(self.writer.acknowledge, r.name, r) for r in reservations})
 
     def expire(self, reservations: Sequence[Reservation], now: datetime) -> None:
-        self._put({r.name: partial(self.writer.expire, r.name, r, now) for r in reservations})
+        self._put({r.name: partial(self.writer.expire, r.name, r, now, self._on_expired) for r in reservations})
 
     def _put(self, tasks: dict[str, Callable[[], object]]) -> None:
         if not tasks:

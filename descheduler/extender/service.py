@@ -34,9 +34,9 @@ from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
 from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
-from descheduler.extender.reservations import Acknowledger, BindError, ReservationWriter
+from descheduler.extender.reservations import Acknowledger, BindError, ReservationRecord, ReservationWriter
 from descheduler.extender.sources import ClusterSource
-from descheduler.extender.state import AssumedPods, Candidates, ClusterState, apply_reservation
+from descheduler.extender.state import AssumedPods, Candidates, ClusterState, apply_reservation, release_pod
 from descheduler.extender.yielding import RequestsFirst
 from descheduler.model import Pod, Reservation
 from descheduler.periodic import Periodic
@@ -91,11 +91,12 @@ class Extender:
             self.refresh, 0.1, name="extender-refresh", failure="extender: refresh loop error", log=log
         )
         self.writer = writer
-        self._acknowledger = Acknowledger(writer) if writer is not None else None
+        self._acknowledger = Acknowledger(writer, self._wrote_reservation) if writer is not None else None
         # Reservation changes seen (name -> record or None, monotonic time): re-applied to a state
         # whose snapshot may have been read before them.
         self._reservation_changes: dict[str, tuple[Reservation | None, float]] = {}
         self._leaving: dict[str, float] = {}  # pod UID -> when seen leaving, until a rebuild shows it
+        self._gone: dict[str, tuple[Pod, float]] = {}  # pod UID -> the pod and when seen gone, likewise
         self._recent_pods: OrderedDict[str, Pod] = OrderedDict()
         self._recent_lock = threading.Lock()
         source.watch_bindings(self.observe_binding)
@@ -217,6 +218,9 @@ class Extender:
         """Under the lock: changes seen since the new state's snapshot was read, applied to it."""
         self._leaving = {uid: seen for uid, seen in self._leaving.items() if seen >= state.taken_at}
         state.table.leaving.update(self._leaving)
+        self._gone = {uid: (pod, seen) for uid, (pod, seen) in self._gone.items() if seen >= state.taken_at}
+        for pod, _ in self._gone.values():
+            release_pod(state, pod)
         keep = {}
         for name, (reservation, seen) in self._reservation_changes.items():
             if seen >= state.taken_at:
@@ -333,21 +337,28 @@ class Extender:
         state = self._state
         return state is None or claimable(reservation, state.table)
 
-    def observe_leaving(self, uid: str) -> None:
-        """A pod started terminating or is gone: the rooms held for its replacement may be taken at once,
-        before the next rebuild shows it (the replacement is placed within milliseconds)."""
+    def observe_leaving(self, pod: Pod, gone: bool = False) -> None:
+        """A pod started terminating or is gone (`gone`): the rooms held for its replacement may be taken at
+        once, before the next rebuild shows it (the replacement is placed within milliseconds); a pod gone
+        gives back its requests at once too, as kube-scheduler's own cache does on the same watch event,
+        so a pod waiting for that room is not refused the node it is retried on."""
         with self._lock:
-            self._leaving[uid] = self._clock()
+            seen = self._clock()
+            self._leaving[pod.uid] = seen
+            if gone:
+                self._gone[pod.uid] = (pod, seen)
+                self._assumed.forget(pod.key)
             state = self._state
             if state is not None:
                 with state.lock:
-                    state.table.leaving.add(uid)
+                    state.table.leaving.add(pod.uid)
+                    if gone:
+                        release_pod(state, pod)
                     state.shapes.all_changed()
 
     def _wrote_reservation(self, raw: dict[str, object]) -> None:
-        """The bind verb consumed or failed a Reservation: the state stops counting its room at once."""
-        from descheduler.extender.reservations import ReservationRecord
-
+        """The bind verb consumed or failed a Reservation, or its TTL ran out: the state stops counting its
+        room at once."""
         record = ReservationRecord.of(dict(raw))
         self.observe_reservation(record.name, record.reservation)
 

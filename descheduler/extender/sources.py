@@ -19,7 +19,7 @@ from descheduler.snapshot import Snapshot, load_snapshot
 
 BindingHook = Callable[[Pod, str], None]
 ReservationHook = Callable[[str, Reservation | None], None]
-LeavingHook = Callable[[str], None]  # a pod's UID: it started terminating, or is gone
+LeavingHook = Callable[[Pod, bool], None]  # a pod that started terminating (False) or is gone (True)
 RESERVATIONS = "reservations.descheduler.dev"
 
 
@@ -40,7 +40,7 @@ class ClusterSource(Protocol):
         """Call `hook(name, reservation or None when deleted)` as soon as the source sees a change."""
 
     def watch_leaving(self, hook: LeavingHook) -> None:
-        """Call `hook(uid)` as soon as the source sees a pod start terminating or go."""
+        """Call `hook(pod, gone)` as soon as the source sees a pod start terminating or go."""
 
     def pod(self, namespace: str, name: str) -> Pod | None:
         """The pod as the source last saw it, if it knows it."""
@@ -178,7 +178,7 @@ class CacheSource:
             leaving = event.new or old
             if leaving is not None:
                 for leaving_hook in self._leaving_hooks:
-                    leaving_hook(leaving.uid)
+                    leaving_hook(leaving, event.new is None)
         if event.new is None:
             return
         new: Pod = event.new

@@ -82,6 +82,15 @@ class ClusterState:
         self._candidates: OrderedDict[tuple[int, bytes, bytes], tuple[bytes, Candidates]] = OrderedDict()
         self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
         self.shapes = Shapes()  # answers kept per pod shape; every change to the view or table is told to it
+        self.released: set[str] = set()  # UIDs of pods gone whose requests the view no longer counts
+        self._counted: dict[str, Pod] | None = None
+
+    def counted_pods(self) -> dict[str, Pod]:
+        """UID -> pod, for the snapshot's pods whose requests the table counts (bound, not finished);
+        built on first use (only a pod's deletion needs it)."""
+        if self._counted is None:
+            self._counted = {p.uid: p for p in self.table.snapshot.pods if p.node_name and not p.terminal and p.uid}
+        return self._counted
 
     def candidates(self, names_raw: bytes, names: list[str] | None, *, seen: bool = True) -> Candidates | None:
         """Rows for a NodeNames array: from the cache when these exact bytes were seen (looked up only
@@ -229,6 +238,10 @@ class AssumedPods:
         if state is not None:
             _place(state, pod, node)
 
+    def forget(self, key: str) -> None:
+        """The pod is gone: stop carrying its binding into new states."""
+        self._entries.pop(key, None)
+
     def carry_over(self, state: ClusterState, now: float) -> None:
         """Apply to a new state the bindings its snapshot does not show yet; forget the rest.
 
@@ -250,6 +263,29 @@ def _place(state: ClusterState, pod: Pod, node: str) -> None:
     if node in state.table.index and pod.key not in state.view.location:
         state.view.place(pod, node)
         state.shapes.row_changed(state.table.index[node])
+
+
+def release_pod(state: ClusterState, pod: Pod) -> bool:
+    """A pod deleted from the API gives back, in the state's view, the requests the state counts for it
+    on its node (once; the snapshot's pod must be this one, by UID, since a new pod may have the name).
+    Its measured usage stays until the node's metrics are read again, as a rebuild would count it. An
+    assumed binding of the pod is undone whole. True when anything changed."""
+    view, table = state.view, state.table
+    assumed = view.location.get(pod.key)
+    if assumed:
+        view.remove(pod)
+        state.shapes.row_changed(table.index[assumed])
+        return True
+    if pod.uid in state.released or pod.key not in table.pod_rows:
+        return False
+    counted = state.counted_pods().get(pod.uid)
+    row = table.index.get(counted.node_name) if counted is not None else None
+    if counted is None or row is None:
+        return False
+    state.released.add(pod.uid)
+    np.maximum(view.requested[row] - table.load_of(counted).requests, 0, out=view.requested[row])
+    state.shapes.row_changed(row)
+    return True
 
 
 def apply_reservation(state: ClusterState, name: str, new: Reservation | None) -> bool:

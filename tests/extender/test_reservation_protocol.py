@@ -371,3 +371,19 @@ def test_a_replacement_placed_before_its_room_opened_is_sent_back_to_it(side: Si
     assert _filter(side, owner)["NodeNames"] == ["cool"]
     assert side.bind("web-new", "cool") == {"Error": ""}
     assert (side.node_of("web-new"), side.status("move-web-0")["phase"]) == ("cool", "Consumed")
+
+
+def test_a_deleted_pod_gives_back_its_requests_at_once_without_a_rebuild(side: Side) -> None:
+    """kube-scheduler retries a waiting pod within milliseconds of a deletion: the answer then must
+    already see the room free, not at the next rebuild (here: never)."""
+    for name, node in (("big", "cool"), ("filler", "other")):
+        pod = _pod(name, app="batch", cpu="3")
+        side.store.create({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": {"phase": "Running"}})
+    _wait(lambda: side.cache.get("pods", f"{NS}/filler") is not None, "the pods in the cache")
+    side.extender.refresh(force=True)
+    first = side.extender.state
+    waiting = _pod("waiting", app="shop", cpu="2")
+    assert _filter(side, waiting)["NodeNames"] == []
+    side.store.delete("pods", "big", NS)
+    _wait(lambda: _filter(side, waiting)["NodeNames"] == ["cool"], "the freed room")
+    assert side.extender.state is first

@@ -107,7 +107,7 @@ def check_sequence(objs: list[Obj], sequence: list[tuple[Any, ...]], args: dict[
     assert state is not None
     names = state.table.names
     reservations = [r for r in state.table.snapshot.reservations]
-    running = [p.uid for p in state.table.snapshot.pods if p.node_name]
+    running = [p for p in state.table.snapshot.pods if p.node_name]
     for op in sequence:
         if op[0] == "ask":
             _, asker, rng = op
@@ -120,7 +120,7 @@ def check_sequence(objs: list[Obj], sequence: list[tuple[Any, ...]], args: dict[
         elif op[0] == "reservation gone" and reservations:
             extender.observe_reservation(reservations[op[1] % len(reservations)].name, None)
         elif op[0] == "leaving" and running:
-            extender.observe_leaving(running[op[1] % len(running)])
+            extender.observe_leaving(running[op[1] % len(running)], op[1] % 2 == 0)
     for asker in (asking(9, cpu, tolerate, None, "batch") for cpu in (1000, 2500) for tolerate in (True, False)):
         same_answers(state, asker, np.arange(len(names), dtype=np.int64))
 
