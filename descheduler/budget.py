@@ -178,15 +178,17 @@ class EvictionBudget:
             return Refusal(code=MAX_EVICTIONS_PER_NODE, subject=node, facts={"limit": limits.max_evictions_per_node})
         return None
 
-    def refusal(self, pod: Pod, node: str) -> Refusal | None:
-        """Why one more move of this pod would break a limit or a PDB, or None."""
+    def refusal(self, pod: Pod, node: str, *, workload_limits: bool = True) -> Refusal | None:
+        """Why one more move of this pod would break a limit or a PDB, or None. `workload_limits`
+        False: the migration limits of the pod's workload do not apply (QuotaReclaim's victims:
+        the arbiter does not hold their jobs back by them either)."""
         node_refusal = self.node_refusal(node)
         if node_refusal is not None:
             return node_refusal
         per_ns = self.limits.max_evictions_per_namespace
         if per_ns is not None and self.per_namespace[pod.namespace] >= per_ns:
             return Refusal(code=MAX_EVICTIONS_PER_NAMESPACE, subject=pod.namespace, facts={"limit": per_ns})
-        return self.workload_refusal(pod) or self.pdb_refusal(pod)
+        return (self.workload_refusal(pod) if workload_limits else None) or self.pdb_refusal(pod)
 
     def workload_refusal(self, pod: Pod) -> Refusal | None:
         """Why the migration controller would hold one more move of this pod's workload back now

@@ -86,6 +86,11 @@ def admission_order(pending: Iterable[JobFacts]) -> list[JobFacts]:
 # QuotaReclaim gives back what a quota lent and applies only the evictor's hard rules
 # (quotareclaim.md §3): the evictor's minReplicas, a switchable rule, does not hold its jobs back.
 _WITHOUT_MIN_REPLICAS = frozenset({"QuotaReclaim"})
+# Nor do a workload's migration limits (cooldown, objectLimiters.workload, maxMigratingPerWorkload,
+# maxUnavailablePerWorkload): they pace load moves, whose pods come back elsewhere at once, while a
+# reclaim's victims give room back on purpose (their replacements may stay Pending under the
+# lender's quota) and are paced by QuotaReclaim's own limits; the victims' PDBs still hold.
+_WITHOUT_WORKLOAD_LIMITS = frozenset({"QuotaReclaim"})
 
 
 def arbitrate(
@@ -123,6 +128,8 @@ def _permanent(job: JobFacts, workload: WorkloadFacts | None, args: MigrationArg
         return None
     if job.strategy not in _WITHOUT_MIN_REPLICAS and (refusal := limits.min_replicas(workload, min_replicas)):
         return refusal
+    if job.strategy in _WITHOUT_WORKLOAD_LIMITS:
+        return None
     return limits.workload_never(workload, args)
 
 
@@ -136,6 +143,6 @@ def _temporary(
         or limits.max_migrating_per_node(job.source_node, counts.by_node[job.source_node], args)
         or limits.max_migrating_per_namespace(job.namespace, counts.by_namespace[job.namespace], args)
     )
-    if refusal is not None or workload is None:
+    if refusal is not None or workload is None or job.strategy in _WITHOUT_WORKLOAD_LIMITS:
         return refusal
     return limits.workload_limits(workload, job.pod, limits.moves_of(workload.uid, counts.jobs, job.cycle), args, now)

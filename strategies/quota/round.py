@@ -53,10 +53,15 @@ DRY_RUN = define("DryRun", "dryRun: would evict: {reason}", brief="dryRun: would
 
 
 def budget_refusal(budget: EvictionBudget, unit: Unit) -> Refusal | None:
-    """Why the cycle limits or a PDB refuse this unit (all its pods at once), or None."""
+    """Why the cycle limits or a PDB refuse this unit (all its pods at once), or None.
+
+    A workload's migration limits (cooldown, objectLimiters.workload, maxMigratingPerWorkload,
+    maxUnavailablePerWorkload) do not apply to a quota victim: they pace load moves, and the
+    arbiter does not apply them to QuotaReclaim's jobs either (descheduler.migration.arbiter).
+    """
     trial = budget.fork()
     for pod in unit.pods:
-        refusal = trial.refusal(pod, pod.node_name)
+        refusal = trial.refusal(pod, pod.node_name, workload_limits=False)
         if refusal is not None:
             return _of_member(unit, pod, refusal)
         trial.take(pod, pod.node_name)

@@ -1,9 +1,9 @@
 """QuotaReclaim never plans a move the migration arbiter would refuse (issue 16, problem 2).
 
-The planner's budget looks ahead at the limits the arbiter applies to a workload's jobs (the
-cooldown, the workload token bucket, maxMigratingPerWorkload, maxUnavailablePerWorkload). Every
-victim QuotaReclaim plans, handed to `arbitrate` as a new job next to the jobs the snapshot holds,
-must be admitted.
+A workload's migration limits (the cooldown, the workload token bucket, maxMigratingPerWorkload,
+maxUnavailablePerWorkload) apply to neither side for quota victims: the planner's budget skips them
+and the arbiter does not hold QuotaReclaim's jobs by them. Every victim QuotaReclaim plans, handed to
+`arbitrate` as a new job next to the jobs the snapshot holds, must be admitted.
 
 The cluster-wide in-flight limits (maxMigratingGlobally/PerNode/PerNamespace) are left unset here:
 the planner does not look ahead at them, and a job they hold back starts as the jobs before it
@@ -135,9 +135,10 @@ def test_quota_reclaim_never_plans_a_move_the_arbiter_would_refuse(world: dict[s
     assert refused == []
 
 
-def test_two_victims_of_one_workload_with_room_for_one() -> None:
-    """The example the bug was found with: the default token bucket lets one pod of `web` start per
-    5 minutes, and the pending pod needs both of its pods' room."""
+def test_two_victims_of_one_workload_are_planned_and_admitted_together() -> None:
+    """The example issue 16 was found with: the default token bucket lets one pod of `web` start per
+    5 minutes, and the pending pod needs both of its pods' room. A workload's migration limits do not
+    apply to quota victims, in the plan or in the arbiter, so both go in one round."""
     world = {
         "running": [("web", 2, True), ("web", 2, True)],
         "earlier": [],
@@ -146,4 +147,6 @@ def test_two_victims_of_one_workload_with_room_for_one() -> None:
     }
     snapshot = load_snapshot_objects(world_objects(world), NOW)
     plan, _ = plan_cycle(snapshot, world_policy(world))
-    assert plan.migrations == ()
+    assert sorted(str(m.pod) for m in plan.migrations) == ["lend/web-0", "lend/web-1"]
+    verdicts = verdicts_for_the_plan(snapshot, world_policy(world))
+    assert [v.admit for v in verdicts] == [True, True]
