@@ -36,7 +36,9 @@ from descheduler.extender.sources import CacheSource, ClusterSource, SnapshotFil
 from descheduler.flags import LogLevelOption, check_log_level, check_port
 from descheduler.kube.cli import ContextOption, KubeconfigOption
 from descheduler.kube.client import KubeClient
-from descheduler.policy import Policy, default_policy
+from descheduler.kube.kinds import QUOTAS
+from descheduler.policy import Policy, QuotaReclaimArgs, default_policy
+from descheduler.scheduling.quota import DEFAULT_PARENT_LABEL, DEFAULT_QUOTA_LABEL
 
 log = structlog.get_logger(__name__)
 
@@ -49,6 +51,7 @@ EXTENDER_KINDS = (
     "namespaces",
     "reservations.descheduler.dev",
     "podmigrationjobs.descheduler.dev",
+    *QUOTAS,  # quota admission (scheduling/quota.py); optional: a cluster without the CRD has no quotas
 )
 
 
@@ -114,7 +117,7 @@ def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
     with cluster_connection(policy, options) as (source, client):
         writer = ReservationWriter(client, identity) if client is not None else None
         timing = RefreshTiming(interval=options.refresh_interval)
-        extender = Extender(source, policy.scheduling, timing=timing, writer=writer)
+        extender = Extender(source, policy.scheduling, timing=timing, writer=writer, quota_labels=quota_labels(policy))
         server = ExtenderServer(extender, options.host, options.port, max_body=options.max_body)
         lease = None
         if client is not None:
@@ -148,6 +151,15 @@ def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
     return 0
 
 
+def quota_labels(policy: Policy) -> tuple[str, str]:
+    """The pod label naming a pod's quota and the quota label naming its parent: QuotaReclaim's, so both
+    sides group pods alike, or its defaults when the policy does not run it."""
+    args = policy.strategy_args("QuotaReclaim")
+    if isinstance(args, QuotaReclaimArgs):
+        return args.quota_label, args.parent_label
+    return DEFAULT_QUOTA_LABEL, DEFAULT_PARENT_LABEL
+
+
 def _watch_policy(policy_file: PolicyFile, extender: Extender, stop: threading.Event) -> None:
     source = policy_file.policy.load_source
     while not stop.wait(POLICY_CHECK_SECONDS):
@@ -157,6 +169,8 @@ def _watch_policy(policy_file: PolicyFile, extender: Extender, stop: threading.E
         if new.scheduling != extender.args:
             extender.set_args(new.scheduling)
             log.info("scheduling arguments reloaded")
+        if quota_labels(new) != extender.quota_labels:
+            log.warning("QuotaReclaim's quotaLabel or parentLabel changed: restart the extender to group pods by them")
         if new.load_source != source:
             log.warning("loadSource changed in the policy: restart the extender to read load from the new source")
 

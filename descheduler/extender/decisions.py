@@ -100,6 +100,12 @@ class Reasons:
         return FilterDecision(self.reason, self.texts, self.refusals, self.unresolvable, steered)
 
 
+def refuse_everywhere(size: int, refusal: Refusal) -> FilterDecision:
+    """Every candidate refused for one reason no node can change (a quota refusal), names the table does
+    not know included (`steered`); preempting pods on a node would not help."""
+    return FilterDecision(np.zeros(size, dtype=np.int64), [for_scheduler(refusal)], [refusal], [True], steered=0)
+
+
 def steering(pod: Pod, view: ClusterView) -> tuple[list[Reservation], list[Reservation]]:
     """(reservations whose room the pod may use, the Available ones among them that steer it)."""
     owned = predicates.owned_reservations(pod, view)

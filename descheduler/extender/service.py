@@ -33,6 +33,7 @@ import numpy as np
 from descheduler import metrics
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
+from descheduler.extender.decisions import refuse_everywhere
 from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationRecord, ReservationWriter
 from descheduler.extender.sources import ClusterSource
@@ -43,6 +44,7 @@ from descheduler.periodic import Periodic
 from descheduler.policy import SchedulingArgs
 from descheduler.scheduling import build_table
 from descheduler.scheduling.predicates import claimable
+from descheduler.scheduling.quota import DEFAULT_PARENT_LABEL, DEFAULT_QUOTA_LABEL, QuotaBook
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +75,10 @@ class Extender:
         assumed_ttl: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
         writer: ReservationWriter | None = None,
+        quota_labels: tuple[str, str] = (DEFAULT_QUOTA_LABEL, DEFAULT_PARENT_LABEL),
     ) -> None:
         self.source = source
+        self.quota_labels = quota_labels  # (pod label naming its quota, quota label naming its parent)
         self._args = args
         self.timing = timing or RefreshTiming()
         self._clock = clock
@@ -158,7 +162,10 @@ class Extender:
                     snapshot = self.source.snapshot()
                     args = self._args
                     table = build_table(snapshot, args)
-                    state = ClusterState(table, generation, started, current.names if current is not None else None)
+                    quota = QuotaBook.of(snapshot, *self.quota_labels)
+                    state = ClusterState(
+                        table, generation, started, current.names if current is not None else None, quota
+                    )
             except (InputError, ClusterUnreachableError) as err:
                 self._failed(str(err))
                 return False
@@ -265,7 +272,11 @@ class Extender:
         request, state, candidates = self._prepare(body, seen=False)
         with state.lock:
             state.asked_about(request.pod)
-            decision = state.shapes.filter(request.pod, state.view, candidates.rows)
+            over_quota = state.quota.admit(request.pod) if state.quota is not None else None
+            if over_quota is not None:
+                decision = refuse_everywhere(candidates.rows.size, over_quota)
+            else:
+                decision = state.shapes.filter(request.pod, state.view, candidates.rows)
         texts = [msgspec.json.encode(protocol.printable(text)) for text in decision.reasons]
         if candidates.spans is not None:  # a compact array of known names: the answer written in one pass
             answer, names = state.filter_answer(candidates.spans, candidates.rows, decision, texts)
@@ -354,6 +365,8 @@ class Extender:
                     state.table.leaving.add(pod.uid)
                     if gone:
                         release_pod(state, pod)
+                    elif state.quota is not None:
+                        state.quota.gone(pod)
                     state.shapes.all_changed()
 
     def _wrote_reservation(self, raw: dict[str, object]) -> None:

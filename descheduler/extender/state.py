@@ -28,6 +28,7 @@ from descheduler.extender.names import NameIndex, NameSpans
 from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
 from descheduler.extender.shapes import Shapes
 from descheduler.model import MigrationJob, Pod, Reservation
+from descheduler.scheduling.quota import QuotaBook
 from descheduler.scheduling.table import (
     IntArray,
     NodeTable,
@@ -57,8 +58,16 @@ class Candidates:
 class ClusterState:
     """One refresh: the table, the view bindings are assumed into, and pre-encoded response pieces."""
 
-    def __init__(self, table: NodeTable, generation: Hashable, taken_at: float, names: NameIndex | None = None) -> None:
+    def __init__(
+        self,
+        table: NodeTable,
+        generation: Hashable,
+        taken_at: float,
+        names: NameIndex | None = None,
+        quota: QuotaBook | None = None,
+    ) -> None:
         self.table = table
+        self.quota = quota  # the ElasticQuota groups' use, for admission (None: the cluster has no quotas)
         self.view = ClusterView(table)
         self.generation = generation
         self.taken_at = taken_at  # monotonic time the snapshot was read
@@ -260,6 +269,8 @@ class AssumedPods:
 
 
 def _place(state: ClusterState, pod: Pod, node: str) -> None:
+    if state.quota is not None:
+        state.quota.bound(pod)
     if node in state.table.index and pod.key not in state.view.location:
         state.view.place(pod, node)
         state.shapes.row_changed(state.table.index[node])
@@ -271,6 +282,8 @@ def release_pod(state: ClusterState, pod: Pod) -> bool:
     Its measured usage stays until the node's metrics are read again, as a rebuild would count it. An
     assumed binding of the pod is undone whole. True when anything changed."""
     view, table = state.view, state.table
+    if state.quota is not None:
+        state.quota.gone(pod)
     assumed = view.location.get(pod.key)
     if assumed:
         view.remove(pod)

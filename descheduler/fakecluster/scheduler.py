@@ -4,7 +4,8 @@ kube-scheduler's own part, its in-tree filters and scores, is `stock.StockSchedu
 from the product's scheduling core so that the simulation checks the core instead of repeating it.
 
 Two modes:
-- default: kube-scheduler with our scheduler plugin. The in-tree filters (`StockScheduler`, the room
+- default: kube-scheduler with our scheduler plugin. A pod its ElasticQuota does not admit
+  (`scheduling.quota`, Capacity Scheduling's rules) waits; otherwise the in-tree filters (`StockScheduler`, the room
   of the pod's own claimable Reservations given back to it) and the plugin's load filter (the core's
   `load_check`) decide which nodes are feasible; a feasible node the pod holds a Reservation on wins,
   else the highest in-tree score plus the core's load-aware score × `PLUGIN_WEIGHT`. The scheduler
@@ -53,12 +54,14 @@ from descheduler.extender.reservations import (
 from descheduler.fakecluster.apiserver import ApiError, Store
 from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.fakecluster.stock import MAX_NODE_SCORE, StockPod, StockScheduler, summary
+from descheduler.kube.kinds import QUOTAS
 from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
 from descheduler.scheduling import ClusterView, build_table, scores
 from descheduler.scheduling.predicates import checks, claimable, load_check, owned_reservations
+from descheduler.scheduling.quota import QuotaBook
 from descheduler.snapshot import Snapshot, load_snapshot_objects
 from descheduler.timestamps import format_micro
 
@@ -211,7 +214,7 @@ class Scheduler:
 
     def _objects(self) -> list[dict[str, Any]]:
         objects: list[dict[str, Any]] = []
-        for resource in ("nodes", "pods", "nodemetrics.slo.koordinator.sh", "reservations.descheduler.dev"):
+        for resource in ("nodes", "pods", "nodemetrics.slo.koordinator.sh", "reservations.descheduler.dev", *QUOTAS):
             objects += self.store.list(resource, shared=True)
         if not self.store.count("nodemetrics.slo.koordinator.sh"):
             objects += self.store.list("nodes.metrics.k8s.io", shared=True)
@@ -249,6 +252,7 @@ class Scheduler:
         )
         done: list[Binding] = []
         self.unschedulable = {}
+        quota = QuotaBook.of(snapshot) if self.extender is None else None  # the extender enforces its own
         stale = False  # a Reservation was consumed: re-read the cluster before the next pod
         for pod in pending:
             raw = raw_pending[pod.key]
@@ -260,6 +264,10 @@ class Scheduler:
                 if binding is not None:
                     done.append(binding)
                 continue
+            over_quota = quota.admit(pod) if quota is not None else None
+            if over_quota is not None:
+                self.unschedulable[pod.key] = summary(len(stock.names), dict.fromkeys(stock.names, str(over_quota)))
+                continue
             node = self._choose(pod, raw, view, stock)
             if node is None:
                 continue
@@ -270,6 +278,8 @@ class Scheduler:
                 log.info("scheduler: binding %s to %s failed: %s", pod.key, node, err)
                 continue
             done.append(Binding(pod.namespace, pod.name, node, reservation))
+            if quota is not None:
+                quota.bound(pod)
             if reservation or any(r.node_name == node for r in owned_reservations(pod, view)):
                 # The reserved room is now the pod's: the next pod sees the cluster re-read.
                 stale = True
