@@ -122,6 +122,14 @@ SKIPS = Counter(
     ["strategy", "code"],
     registry=REGISTRY,
 )
+# Groups and lenders are ElasticQuota names: bounded by the quotas the cluster has.
+QUOTA_RECLAIM_NO_PROGRESS = Counter(
+    "descheduler_quota_reclaim_no_progress_total",
+    "QuotaReclaim rounds whose victims are gone while the waiting group's pods still wait and the group "
+    "got nothing (the freed room was taken by other pods), by waiting group and lender.",
+    ["group", "lender"],
+    registry=REGISTRY,
+)
 LOAD_SOURCE_ERRORS = Counter(
     "descheduler_load_source_errors_total",
     "Load readings that failed (the cycle is skipped), by the policy's loadSource type.",

@@ -69,6 +69,22 @@ class Migration(msgspec.Struct, frozen=True, kw_only=True):
     quota: QuotaRef | None = None  # QuotaReclaim: the victim's (borrowing) ElasticQuota
 
 
+class ReclaimStall(msgspec.Struct, frozen=True, kw_only=True):
+    """A QuotaReclaim round that made no progress: its victims are gone, its waiting pods still wait.
+
+    The controller writes it as a Warning Event (`QuotaReclaimNoProgress`) on the waiting group's
+    ElasticQuota and counts it per lender (descheduler_quota_reclaim_no_progress_total).
+    """
+
+    quota: QuotaRef  # the waiting group's ElasticQuota
+    group: str
+    lenders: tuple[str, ...]
+    evicted: tuple[str, ...]  # the round's victims (namespace/name), all gone now
+    waiting: tuple[str, ...]  # its waiting pods (namespace/name) still pending
+    backoff_seconds: int  # the longest of the lenders' new backoffs
+    message: str
+
+
 class Skip(msgspec.Struct, frozen=True, kw_only=True):
     """A pod a strategy looked at and did not move, and the refusal that kept it."""
 
@@ -93,6 +109,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     skipped: tuple[Skip, ...] = ()
     warnings: tuple[str, ...] = ()
     unreclaimable: tuple[str, ...] = ()
+    reclaim_stalls: tuple[ReclaimStall, ...] = ()
 
     def summary(self) -> dict[str, int]:
         classes = [n.node_class for n in self.nodes]
@@ -162,5 +179,22 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
             ],
             "warnings": list(self.warnings),
             "unreclaimable": list(self.unreclaimable),
+            **(
+                {
+                    "reclaimStalls": [
+                        {
+                            "group": r.group,
+                            "lenders": list(r.lenders),
+                            "evicted": list(r.evicted),
+                            "waiting": list(r.waiting),
+                            "backoffSeconds": r.backoff_seconds,
+                            "message": r.message,
+                        }
+                        for r in self.reclaim_stalls
+                    ]
+                }
+                if self.reclaim_stalls
+                else {}
+            ),
             "summary": self.summary(),
         }

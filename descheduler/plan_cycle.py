@@ -71,6 +71,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
         merged.nodes += result.nodes
         merged.warnings += result.warnings
         merged.unreclaimable += result.unreclaimable
+        merged.reclaim_stalls += result.reclaim_stalls
         new_state[config.name] = result.state
     merged.warnings += _policy_warnings(policy, snapshot, table.metric)
     return Cycle(
@@ -81,6 +82,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy, state: State | None = None) -
             skipped=tuple(merged.skipped),
             warnings=tuple(merged.warnings),
             unreclaimable=tuple(merged.unreclaimable),
+            reclaim_stalls=tuple(merged.reclaim_stalls),
         ),
         new_state,
     )

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from descheduler.budget import EvictionBudget
 from descheduler.model import Pod
-from descheduler.plan import Migration, NodeReport, Skip
+from descheduler.plan import Migration, NodeReport, ReclaimStall, Skip
 from descheduler.policy import Policy
 from descheduler.refusal import Refusal, define
 from descheduler.scheduling import ClusterView, NodeTable
@@ -46,6 +46,7 @@ class StrategyResult:
     nodes: list[NodeReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unreclaimable: list[str] = field(default_factory=list)
+    reclaim_stalls: list[ReclaimStall] = field(default_factory=list)  # QuotaReclaim: rounds without progress
     state: dict[str, Any] = field(default_factory=dict)  # kept by the controller for the next cycle
 
 

@@ -13,13 +13,15 @@ from pydantic import BaseModel
 
 from descheduler.policy import QuotaReclaimArgs
 from descheduler.strategy import PlanContext, StrategyResult
-from strategies.quota.accounting import Census, Ledger, Membership, node_free
+from strategies.quota.accounting import Census, Ledger, Membership, node_free, release_in_flight
 from strategies.quota.overmax import revoke_over_max
 from strategies.quota.pacing import Pacing
 from strategies.quota.reclaim import reclaim_guarantees
 from strategies.quota.round import Round
 from strategies.quota.tree import build_tree
 from strategies.quota.units import VictimUnits
+
+STRATEGY = "QuotaReclaim"
 
 
 class QuotaReclaim:
@@ -39,8 +41,13 @@ class QuotaReclaim:
         usable = frozenset(n.name for n in snapshot.nodes if n.ready and not n.unschedulable and n.name in considered)
         ledger = Ledger.build(tree, census.requested, lambda: node_free(snapshot, usable), args.aggregate_min_gate)
         units = VictimUnits(snapshot.pods, census.holding, census.requested, membership.group_of)
-        pacing = Pacing.load(ctx.state, snapshot.now, args)
-        pacing.check_progress(snapshot, ledger)
+        # A round waits for its victims to leave at most two migration TTLs: one for the job, one
+        # for the pod's termination; past that it is no longer judged and a new round may start.
+        pacing = Pacing.load(ctx.state, snapshot.now, args, judgement_wait=2 * ctx.policy.migration.ttl)
+        pacing.check_progress(snapshot, ledger, tree, ctx.moving)
+        pacing.forget_settled(frozenset(census.pending))
+        evicting = (f"{j.pod.namespace}/{j.pod.name}" for j in snapshot.jobs if j.active and j.strategy == STRATEGY)
+        in_flight = release_in_flight(census, ledger, evicting)
         rnd = Round(
             ctx=ctx,
             args=args,
@@ -50,6 +57,7 @@ class QuotaReclaim:
             units=units,
             pending=census.pending,
             usable_nodes=usable,
+            in_flight=in_flight,
         )
         rnd.result.warnings.extend(tree.warnings)
         rnd.result.warnings.extend(membership.warnings())
@@ -58,6 +66,7 @@ class QuotaReclaim:
         reclaim_guarantees(rnd)
         rnd.finish()
         rnd.result.warnings.extend(pacing.warnings)
+        rnd.result.reclaim_stalls.extend(pacing.stalls)
         state = pacing.state()
         if episodes:
             state["overMaxSince"] = episodes

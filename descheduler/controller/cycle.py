@@ -74,9 +74,10 @@ class PlanningLoop:
         dry_run_events: bool = False,
         notices: Callable[[Plan, datetime], Sequence[str]] | None = None,
     ) -> None:
-        """`recorder` writes a Reclaim Event on each ElasticQuota a cycle reclaims from; with
-        `dry_run_events`, a dry-run cycle writes a WouldDeschedule Event on each pod it would move
-        (the only write a dry run makes); `notices` adds warnings about how the plan will be carried
+        """`recorder` writes a Reclaim Event on each ElasticQuota a cycle reclaims from, and a
+        QuotaReclaimNoProgress Event on a waiting group's ElasticQuota when a reclaim for it made no
+        progress; with `dry_run_events`, a dry-run cycle writes a WouldDeschedule Event on each pod
+        it would move (the only write a dry run makes); `notices` adds warnings about how the plan will be carried
         out (no reservation-aware scheduler) to the plan."""
         self.source = source
         self.mover = mover
@@ -129,6 +130,7 @@ class PlanningLoop:
         submitted = [] if dry or not plan.migrations else self.mover.submit(plan, snapshot)
         if submitted and self.recorder is not None:
             self._quota_events(plan)
+        self._reclaim_stalls(plan)
         if dry and self.dry_run_events and self.recorder is not None:
             uids = {p.key: p.uid for p in snapshot.pods}
             for m in plan.migrations:
@@ -201,6 +203,17 @@ class PlanningLoop:
         for quota, pods in by_quota.items():
             ref = ObjectRef("ElasticQuota", quota.name, quota.namespace, api_version=f"{quota.api_group}/v1alpha1")
             self.recorder.normal(ref, "Reclaim", f"reclaiming lent capacity: evicting {', '.join(pods)}")
+
+    def _reclaim_stalls(self, plan: Plan) -> None:
+        """A QuotaReclaim round that made no progress: counted per lender, and a Warning Event on
+        the waiting group's ElasticQuota (quotareclaim.md §4)."""
+        for stall in plan.reclaim_stalls:
+            for lender in stall.lenders:
+                metrics.QUOTA_RECLAIM_NO_PROGRESS.labels(stall.group, lender).inc()
+            if self.recorder is not None:
+                quota = stall.quota
+                ref = ObjectRef("ElasticQuota", quota.name, quota.namespace, api_version=f"{quota.api_group}/v1alpha1")
+                self.recorder.warning(ref, "QuotaReclaimNoProgress", stall.message)
 
     def not_ready(self) -> str | None:
         return self.source.not_ready()

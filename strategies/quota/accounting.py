@@ -198,3 +198,29 @@ class Ledger:
 
     def snapshot_used(self) -> dict[str, Resources]:
         return dict(self.used)
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """Victims of earlier rounds whose eviction job is still active and whose pod still holds its
+    room: that room is already being freed, so a round counts it as free and plans only the rest."""
+
+    victims: tuple[str, ...] = ()  # pod keys
+    room: Resources = EMPTY
+
+
+def release_in_flight(census: Census, ledger: Ledger, evicting: Iterable[str]) -> InFlight:
+    """Count the pods `evicting` (keys of pods an active QuotaReclaim job moves) as gone: their
+    groups use less and the cluster has more free. Terminating pods are counted so already."""
+    keys = frozenset(evicting)
+    if not keys:
+        return InFlight()
+    victims: list[str] = []
+    room = EMPTY
+    for group, pods in sorted(census.holding.items()):
+        for pod in pods:
+            if pod.key in keys:
+                ledger.release(group, pod.requests)
+                victims.append(pod.key)
+                room = room + pod.requests
+    return InFlight(victims=tuple(sorted(victims)), room=room)

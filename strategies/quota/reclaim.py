@@ -31,7 +31,7 @@ from descheduler.plan import PodKey
 from descheduler.quantity import format_units
 from descheduler.refusal import Fact, Refusal, define
 from descheduler.resources import EMPTY, Resources, total
-from strategies.quota.pacing import LENDER_COOLDOWN, RECLAIM_BACKOFF
+from strategies.quota.pacing import LENDER_COOLDOWN, PREVIOUS_ROUND_UNJUDGED, RECLAIM_BACKOFF
 from strategies.quota.round import (
     MAX_EVICTIONS_PER_LENDER,
     Round,
@@ -70,6 +70,11 @@ WOULD_BORROW = define(
 )
 FITS_IN_FREE_CAPACITY = define(
     "FitsInFreeCapacity", "fits in free capacity: pending for another reason (affinity, taints, fragmentation)"
+)
+ROOM_BEING_FREED = define(
+    "RoomBeingFreed",
+    "fits in the room earlier victims still being evicted free ({victims}): nothing more is evicted for it",
+    brief="fits in the room earlier victims still being evicted free",
 )
 # A lender that may not give (the tree's rules).
 LENDER_NOT_BORROWING = define(
@@ -339,9 +344,16 @@ def serve(rnd: Round, group: str, pod: Pod) -> None:
     free = ledger.free()
     need = {r: v - free[r] for r, v in pod.requests.items() if v > free[r]}
     if not need:
-        # Room exists: it waits for another reason (affinity, fragmentation). Hold the room for it.
+        # Room exists, or is being freed by earlier victims: hold it for the pod. Without in-flight
+        # victims it waits for another reason (affinity, fragmentation).
         ledger.admit(group, pod.requests)
-        rnd.skip_pending(pod, Refusal(code=FITS_IN_FREE_CAPACITY))
+        room = rnd.in_flight.room
+        if any(v > free[r] - room[r] for r, v in pod.requests.items()):
+            keys = rnd.in_flight.victims
+            named = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+            rnd.skip_pending(pod, Refusal(code=ROOM_BEING_FREED, facts={"victims": named}))
+        else:
+            rnd.skip_pending(pod, Refusal(code=FITS_IN_FREE_CAPACITY))
         return
     quota = rnd.tree.groups[group]
     attempt = Attempt(rnd=rnd, group=group, pod=pod, need=need, used=dict(ledger.used))
@@ -416,6 +428,7 @@ _KINDS: Mapping[str, str] = {
             MAX_EVICTIONS_PER_LENDER,
             LENDER_COOLDOWN,
             RECLAIM_BACKOFF,
+            PREVIOUS_ROUND_UNJUDGED,
         ),
         "limits",
     ),
@@ -424,8 +437,29 @@ _KINDS: Mapping[str, str] = {
 }
 
 
+def hold_for_unjudged(rnd: Round, starving: Starving, refusal: Refusal) -> None:
+    """No round for a group whose previous one is not judged: its waiting pods take (first fit) the
+    room its earlier victims are freeing, so no other group plans on that room, and nothing more."""
+    room = rnd.pacing.held.get(starving.group, EMPTY)
+    for pod in starving.accepted:
+        if all(v <= room[r] for r, v in pod.requests.items()):
+            room = room - pod.requests
+            rnd.ledger.admit(starving.group, pod.requests)
+        rnd.skip_pending(pod, refusal)
+
+
 def reclaim_guarantees(rnd: Round) -> None:
-    for starving in find_starving(rnd, rnd.pending):
+    starving_groups = find_starving(rnd, rnd.pending)
+    ready = []
+    # Groups waiting for the judgement of their previous round first, so the room their victims
+    # are freeing is theirs.
+    for starving in starving_groups:
+        unjudged = rnd.pacing.unjudged(starving.group)
+        if unjudged is None:
+            ready.append(starving)
+        else:
+            hold_for_unjudged(rnd, starving, unjudged)
+    for starving in ready:
         for pod in starving.accepted:
             if rnd.stopped is not None:
                 rnd.result.unreclaimable.append(f"{pod.key} (quota {starving.group}): deferred: {rnd.stopped}")

@@ -18,7 +18,7 @@ from descheduler.plan import Migration, PodKey, QuotaRef, Skip
 from descheduler.policy import QuotaReclaimArgs
 from descheduler.refusal import Refusal, define
 from descheduler.strategy import PlanContext, StrategyResult
-from strategies.quota.accounting import Ledger
+from strategies.quota.accounting import InFlight, Ledger
 from strategies.quota.pacing import Pacing
 from strategies.quota.tree import QuotaTree
 from strategies.quota.units import Unit, VictimUnits
@@ -98,6 +98,7 @@ class Round:
     units: VictimUnits  # lender group -> its units, least important first (built when asked for)
     pending: dict[str, list[Pod]]  # group -> its pending pods
     usable_nodes: frozenset[str]
+    in_flight: InFlight = field(default_factory=InFlight)  # earlier victims still being evicted
     result: StrategyResult = field(default_factory=StrategyResult)
     budget: EvictionBudget | None = None
     evicted: int = 0

@@ -10,7 +10,7 @@ from descheduler.cli import demo_snapshot_path
 from descheduler.controller.cycle import PlanningLoop, SourceError
 from descheduler.plan import Plan
 from descheduler.policy import Policy, parse_policy
-from descheduler.snapshot import Snapshot, load_snapshot
+from descheduler.snapshot import Snapshot, load_snapshot, load_snapshot_objects
 
 DEMO = load_snapshot(demo_snapshot_path())
 
@@ -126,3 +126,50 @@ def test_a_reclaim_writes_an_event_on_the_borrowing_elastic_quota() -> None:
     assert lender is not None
     assert [(e["involvedObject"]["name"], e["reason"]) for e in events] == [(lender.name, "Reclaim")]
     assert str(result.plan.migrations[0].pod) in events[0]["message"]
+
+
+def test_a_reclaim_without_progress_writes_a_warning_event_on_the_waiting_quota_and_counts_it() -> None:
+    from datetime import timedelta
+
+    from descheduler.events import EventRecorder
+    from descheduler.fakecluster.apiserver import FakeApiServer
+    from tests.quota_builders import NOW, node, pod, policy_text, quota
+
+    def world(gone: bool) -> Snapshot:
+        team_a = (
+            [pod("a-new", "team-a", node="n1", cpu=2, age=5)] if gone else [pod("a-old", "team-a", node="n1", cpu=2)]
+        )
+        objects = [
+            node("n1", cpu="4"),
+            quota("team-a", min={"cpu": 0}),
+            quota("team-b", min={"cpu": 4}),
+            pod("b-0", "team-b", node="n1", cpu=2),
+            *team_a,
+            pod("train", "team-b", cpu=2, age=600),
+        ]
+        return load_snapshot_objects(objects, NOW + timedelta(seconds=90 if gone else 0))
+
+    snapshots = [world(gone=False), world(gone=True)]
+
+    class Worlds(Source):
+        def snapshot(self, now: datetime, policy: Policy) -> Snapshot:
+            return snapshots.pop(0)
+
+    labels = {"group": "team-b", "lender": "team-a"}
+    before = metrics.sample("descheduler_quota_reclaim_no_progress_total", labels)
+    with FakeApiServer() as server, server.api_client() as api:
+        for name in ("team-a", "team-b"):
+            server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        times = [NOW, NOW + timedelta(seconds=90)]
+        planning = PlanningLoop(
+            Worlds(), Recorder(), lambda: parse_policy(policy_text()), lambda: times.pop(0), recorder=EventRecorder(api)
+        )
+        first = planning.run_cycle()
+        assert first.plan is not None and [str(m.pod) for m in first.plan.migrations] == ["team-a/a-old"]
+        planning.run_cycle()
+        events = [e for e in server.store.list("events") if e["reason"] == "QuotaReclaimNoProgress"]
+    assert metrics.sample("descheduler_quota_reclaim_no_progress_total", labels) == before + 1
+    assert [(e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in events] == [
+        ("Warning", "ElasticQuota", "team-b")
+    ]
+    assert "team-a/a-old" in events[0]["message"] and "team-b/train still pending" in events[0]["message"]

@@ -38,7 +38,11 @@ def earlier_eviction(seconds_ago: int) -> dict[str, Any]:
         "apiVersion": "descheduler.dev/v1alpha1",
         "kind": "PodMigrationJob",
         "metadata": {"name": "earlier", "creationTimestamp": at},
-        "spec": {"podRef": {"namespace": "team-a", "name": "a-gone"}, "mode": "EvictDirectly", "strategy": "QuotaReclaim"},
+        "spec": {
+            "podRef": {"namespace": "team-a", "name": "a-gone"},
+            "mode": "EvictDirectly",
+            "strategy": "QuotaReclaim",
+        },
         "status": {
             "phase": "Succeeded",
             "sourceNode": "n1",
