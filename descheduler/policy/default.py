@@ -158,10 +158,26 @@ strategies:
   #     maxEvictionsPerRound: 10
   #     # maxEvictionsPerLender: 3   # default: no limit
   #     lenderCooldownSeconds: 0
-  #     backoffSeconds: 300
+  #     backoffSeconds: 300          # doubles per round without progress, up to 8x; resets on progress
   #     dryRun: false
   #     quotaLabel: quota.scheduling.koordinator.sh/name
   #     parentLabel: quota.scheduling.koordinator.sh/parent
+  # Limits on its evictions: `limits` above (maxEvictionsPerCycle/PerNode/PerNamespace/PerHour),
+  # each victim's PodDisruptionBudget (evictions go through the Eviction API), the migration
+  # controller's maxMigratingGlobally/PerNode/PerNamespace, evictQPS/evictBurst, and its own
+  # maxEvictionsPerRound, maxEvictionsPerLender and lenderCooldownSeconds. A workload's migration
+  # limits (cooldown, objectLimiters.workload, maxMigratingPerWorkload, maxUnavailablePerWorkload)
+  # do not apply: they pace load moves, while a reclaim gives room back on purpose. With these
+  # defaults a reclaim that needs 6 evictions gets them in one round when the lender's pods are on
+  # three nodes or more (maxEvictionsPerNode 2), else 2 per node per round.
+  # Pacing: victims still being evicted count as room being freed; no new round for a waiting group
+  # until its last round is judged (its victims gone, at most two migration ttls). A round after
+  # which the victims are gone but the group still waits and got nothing (the scheduler gave the
+  # room to others) is a QuotaReclaimNoProgress Warning Event on the group's ElasticQuota and
+  # descheduler_quota_reclaim_no_progress_total, and backs that (group, lender) pair off.
+  # A gang (PodGroup / Job) is evicted whole or not at all; a waiting pod deleted mid-reclaim
+  # stops it: the next round sees no waiting pod and evicts nothing more (jobs already running
+  # finish).
 
 # How planned moves are carried out (PodMigrationJobs) and how many may run at once.
 migration:
