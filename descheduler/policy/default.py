@@ -144,9 +144,15 @@ strategies:
       targetCeiling: high
 
   # Give quota groups (ElasticQuota) back capacity they lent, and trim groups over their max.
-  # Off by default: it evicts pods of other teams, and on a cluster whose scheduler is not
-  # quota-aware the freed room can be refilled by the same lender. Enable it deliberately
-  # (see config/examples/quotareclaim.yaml). Its arguments and their defaults:
+  # It needs a quota-aware scheduler, or the lender's replacements take the freed room back: our
+  # extender (deploy/overlays/with-scheduler) refuses a pod whose quota would go over max, or would
+  # borrow what a group below its min waits for; scheduler-plugins' Capacity Scheduling refuses
+  # borrowing beyond the quotas' total min and preempts borrowers itself (QuotaReclaim then finds
+  # their victims terminating, counts them as room being freed, and evicts nothing more).
+  # Off by default even so: it evicts other teams' pods, and a cluster may hold ElasticQuota
+  # objects for a scheduler that does not run. Enable it deliberately (see
+  # config/examples/quotareclaim.yaml; deploy/components/elasticquota-crd installs the CRD where
+  # scheduler-plugins is not installed). Its arguments and their defaults:
   # - name: QuotaReclaim
   #   args:
   #     pendingGraceSeconds: 60      # a pending pod must wait this long before it triggers reclaim
