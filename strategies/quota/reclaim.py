@@ -374,13 +374,19 @@ def serve(rnd: Round, group: str, pod: Pod) -> None:
         return
     used_before = ledger.used[group]
     reasons = []
+    # The cluster as the round found it, so every job of one round says the same of it; what this
+    # round already planned for the group, when anything, follows in brackets.
+    found = rnd.start_used
+    planned = "" if used_before == found[group] else f" ({usage_words(used_before, quota.min, contested)} with "
+    planned += "this round's earlier waiting pods)" if planned else ""
     for unit in attempt.picks:
         lender = rnd.tree.groups[unit.group]
         reasons.append(
             (
                 unit,
-                f"quota {group} below min {usage_words(used_before, quota.min, contested)}, waiting pod {pod.key}; "
-                f"lender {unit.group} uses {usage_words(ledger.used[unit.group], lender.min, contested)} (used/min)",
+                f"quota {group} below min {usage_words(found[group], quota.min, contested)}{planned}, waiting pod "
+                f"{pod.key}; lender {unit.group} uses {usage_words(found[unit.group], lender.min, contested)} "
+                "(used/min)",
             )
         )
     victims: list[str] = []

@@ -17,6 +17,7 @@ from descheduler.model import LABEL_QUOTA_PREEMPTIBLE, Pod
 from descheduler.plan import Migration, PodKey, QuotaRef, Skip
 from descheduler.policy import QuotaReclaimArgs
 from descheduler.refusal import Refusal, define
+from descheduler.resources import Resources
 from descheduler.strategy import PlanContext, StrategyResult
 from strategies.quota.accounting import InFlight, Ledger
 from strategies.quota.pacing import Pacing
@@ -106,10 +107,14 @@ class Round:
     victims: set[str] = field(default_factory=set)  # pod keys planned this round
     skips: dict[str, Skip] = field(default_factory=dict)
     stopped: Refusal | None = None  # why no more victims are planned this round
+    # Each group's use as the round found it (victims in flight already released): what reasons
+    # describe, while the ledger moves on with every victim and waiting pod the round plans.
+    start_used: dict[str, Resources] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.budget is None:
             self.budget = self.ctx.budget.fork()
+        self.start_used = dict(self.ledger.used)
 
     @property
     def round_budget(self) -> EvictionBudget:

@@ -519,3 +519,24 @@ def test_a_pod_a_migration_job_moves_is_skipped_with_the_code_every_strategy_giv
         "already being moved by a migration job",
     )
     assert "team-a/a-2" not in victims(plan)
+
+
+def test_every_job_of_a_round_describes_the_cluster_as_the_round_found_it() -> None:
+    """Issue 41, finding 6: the reasons read "0/8 … 7/8" across one round's jobs; now each states the
+    cluster's use, and what the round already planned for the group apart."""
+    objects = [
+        *[node(f"n{i}", cpu="4") for i in range(4)],
+        quota("team-a", min={"cpu": 4}, max={"cpu": 16}),
+        quota("team-b", min={"cpu": 8}, max={"cpu": 16}),
+        *[pod(f"a-{i}", "team-a", node=f"n{i % 4}", cpu=1, owner=("ReplicaSet", "a")) for i in range(12)],
+        *[pod(f"b-{i}", "team-b", node=f"n{i % 4}", cpu=1, owner=("ReplicaSet", "b")) for i in range(4)],
+        *[pod(f"w-{i}", "team-b", cpu=1, age=600, owner=("ReplicaSet", "b")) for i in range(3)],
+    ]
+    plan, _ = run(objects, limits={"maxEvictionsPerNode": 3})
+    reasons = [m.reason for m in plan.migrations]
+    assert len(reasons) == 3
+    assert all(r.startswith("quota team-b below min cpu 4/8") and "lender team-a uses cpu 12/4" in r for r in reasons)
+    assert [r.split(", waiting pod")[0] for r in reasons[1:]] == [
+        "quota team-b below min cpu 4/8 (cpu 5/8 with this round's earlier waiting pods)",
+        "quota team-b below min cpu 4/8 (cpu 6/8 with this round's earlier waiting pods)",
+    ]
