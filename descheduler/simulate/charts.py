@@ -118,12 +118,150 @@ def bar_chart(per_cycle: list[dict[str, Any]], series: list[tuple[str, str, str]
     return _svg("count-chart", parts) + f'<div class="legend">{legend}</div>'
 
 
+GIB = 1024**3
+QUOTA_RESOURCES = ("cpu", "memory")  # charted when a quota names them; in this order
+
+
+def format_amount(resource: str, units: float) -> str:
+    """A quota figure as people write it: cpu in cores (from millicores), memory in Gi (from bytes)."""
+    if resource == "cpu":
+        return f"{units / 1000:g}"
+    if resource == "memory":
+        return f"{units / GIB:.3g}Gi"
+    return f"{units:g}"
+
+
+def _display(resource: str, units: float) -> float:
+    return units / 1000 if resource == "cpu" else units / GIB if resource == "memory" else units
+
+
+def quota_chart(quotas: dict[str, Any], resource: str, end: float) -> str:
+    """One resource of every quota over simulated time: used as a step line (solid), min dashed, max dotted."""
+    unit = {"cpu": "cores", "memory": "GiB"}.get(resource, "units")
+    values = [
+        _display(resource, v)
+        for q in quotas.values()
+        for v in [
+            *(point[1] for point in q["used"].get(resource, [])),
+            *(q[key][resource] for key in ("min", "max") if resource in q[key]),
+        ]
+    ]
+    axis = count_axis(max([0.0, *values]))
+    end = max(end, 1.0)
+
+    def x(seconds: float) -> float:
+        return LEFT + (WIDTH - LEFT - RIGHT) * min(seconds, end) / end
+
+    parts = [_axes(axis, f"{resource} ({unit})", "simulated minutes"), _minute_labels(end, x)]
+    legend = []
+    for i, (name, quota) in enumerate(sorted(quotas.items())):
+        colour = PALETTE[i % len(PALETTE)]
+        for key, dash in (("min", "6 4"), ("max", "2 3")):
+            if resource in quota[key]:
+                y = _y(_display(resource, quota[key][resource]), axis.top)
+                parts.append(
+                    f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" '
+                    f'stroke-dasharray="{dash}"><title>{html.escape(name)} {key} '
+                    f"{format_amount(resource, quota[key][resource])}</title></line>"
+                )
+        points: list[str] = []
+        for t, v in quota["used"].get(resource, []):
+            y = _y(_display(resource, v), axis.top)
+            if points:
+                points.append(f"{x(t):.1f},{points[-1].split(',')[1]}")  # a step: hold until the change
+            points.append(f"{x(t):.1f},{y:.1f}")
+        if points:
+            parts.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="2.5" points="{" ".join(points)}">'
+                f"<title>{html.escape(name)} used</title></polyline>"
+            )
+        legend.append(_legend_entry(name, colour))
+    legend.append("<span>solid: used · dashed: min · dotted: max</span>")
+    return _svg(f"quota-{resource}-chart", parts) + '<div class="legend">' + " ".join(legend) + "</div>"
+
+
+def _minute_labels(end: float, x: Any) -> str:
+    minutes = end / 60
+    step = nice_step(max(1.0, minutes), COUNT_STEPS, max_intervals=10)
+    return "".join(
+        f'<text x="{x(m * 60):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" font-size="11">{m}</text>'
+        for m in range(0, math.floor(minutes) + 1, step)
+    )
+
+
+def quota_lines(report: dict[str, Any]) -> list[str]:
+    """Per ElasticQuota: used of min/max at the first and the last cycle; its pods that were Pending, how
+    long they took to run, and how many still wait at the end."""
+    lines = []
+    per_cycle = report["perCycle"]
+    waits = report.get("quotaWaits", {})
+    for name, quota in report.get("quotas", {}).items():
+        shown = []
+        for resource in (r for r in QUOTA_RESOURCES if r in quota["min"] or r in quota["max"]):
+            first, last = (
+                cycle.get("quotaUsed", {}).get(name, {}).get(resource, 0)
+                for cycle in ((per_cycle[0], per_cycle[-1]) if per_cycle else ({}, {}))
+            )
+            bounds = "/".join(
+                format_amount(resource, quota[key][resource]) if resource in quota[key] else "-"
+                for key in ("min", "max")
+            )
+            shown.append(f"{resource} {format_amount(resource, first)} → {format_amount(resource, last)} of {bounds}")
+        line = f"quota {name}: used (first → last cycle, of min/max) " + ", ".join(shown)
+        waited = waits.get(name)
+        if waited:
+            line += f"; {waited['pods']} pod(s) were Pending"
+            if waited["running"]:
+                line += (
+                    f", {waited['running']} ran {waited['min']:g}–{waited['max']:g} s after creation "
+                    f"(median {waited['median']:g} s)"
+                )
+            if waited["stillPending"]:
+                line += f", {waited['stillPending']} still Pending at the end (up to {max(waited['pendingFor']):g} s)"
+        lines.append(line)
+    return lines
+
+
+def _waits_table(report: dict[str, Any]) -> str:
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(value))}</td>"
+            for value in (
+                w["pod"],
+                w["quota"] or "-",
+                f"{w['created']:g}",
+                f"{w['seconds']:g}" if w["seconds"] is not None else w["state"],
+            )
+        )
+        + "</tr>"
+        for w in report.get("podWaits", [])
+    )
+    header = "".join(f"<th>{k}</th>" for k in ("pod", "quota", "created (s)", "to Running (s)"))
+    return f'<div class="scroll"><table class="moves"><tr>{header}</tr>{rows}</table></div>'
+
+
+def _quota_section(report: dict[str, Any]) -> str:
+    """The quotas' used, min and max over time and the waits of pods that were Pending; empty without quotas."""
+    quotas = report.get("quotas") or {}
+    if not quotas:
+        return ""
+    end = max((point[0] for q in quotas.values() for series in q["used"].values() for point in series), default=0.0)
+    named = [r for r in QUOTA_RESOURCES if any(r in q["min"] or r in q["max"] for q in quotas.values())]
+    charts = "".join(f"<h3>{resource}</h3>{quota_chart(quotas, resource, end)}" for resource in named)
+    lines = "".join(f"<li>{html.escape(line)}</li>" for line in quota_lines(report))
+    return (
+        f"<h2>Quotas: used, min and max over time</h2><ul>{lines}</ul>{charts}"
+        f"<h2>Pods that were Pending: seconds from creation to Running</h2>{_waits_table(report)}"
+    )
+
+
 def _legend_entry(label: str, colour: str) -> str:
     # The swatch carries the colour; the name stays dark, so pale series are still readable.
     return f'<span><span style="color:{colour}">&#9632;</span> {html.escape(label)}</span>'
 
 
-def _axes(axis: Axis, label: str) -> str:
+def _axes(axis: Axis, label: str, x_label: str = "cycle") -> str:
     middle = TOP + (HEIGHT - TOP - BOTTOM) / 2
     out = []
     for value, text in axis.ticks:
@@ -135,7 +273,7 @@ def _axes(axis: Axis, label: str) -> str:
     out += [
         f'<line x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" y2="{HEIGHT - BOTTOM}" stroke="#333"/>',
         f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}" stroke="#333"/>',
-        f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="12">cycle</text>',
+        f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="12">{x_label}</text>',
         f'<text x="14" y="{middle}" font-size="12" transform="rotate(-90 14 {middle})" '
         f'text-anchor="middle">{label}</text>',
     ]
@@ -167,6 +305,11 @@ def render_html(report: dict[str, Any], title: str = "descheduler simulate") -> 
     highs = [h for c in per_cycle for h in c.get("high", {}).values()]
     high = sorted(highs)[len(highs) // 2] if highs else None
     counts = [dict(c, hot=n) for c, n in zip(per_cycle, report["hotNodes"], strict=True)]
+    load = (
+        load_chart(per_cycle, high)
+        if any(c["usage"] for c in per_cycle)
+        else "<p>no node load: the policy has no load-aware strategy</p>"
+    )
     facts = [
         ("cycles", report["cycles"]),
         ("hot nodes, first → last cycle", f"{_first(report['hotNodes'])} → {_last(report['hotNodes'])}"),
@@ -211,11 +354,12 @@ svg {{ display: block; max-width: 100%; height: auto; }}
 <h1>{html.escape(title)}</h1>
 <table>{rows}</table>
 <h2>Node load per cycle</h2>
-{load_chart(per_cycle, high)}
+{load}
 <h2>Hot nodes and moves per cycle</h2>
 {bar_chart(counts, [("hot", "hot nodes", "#d62728"), ("submitted", "moves started", "#1f77b4")])}
 <h2>Moves</h2>
 {moves_table}
+{_quota_section(report)}
 </body></html>
 """
 

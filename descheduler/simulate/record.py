@@ -7,6 +7,7 @@ controller's own cycles add what it saw (node classes and load) and what it plan
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 from descheduler.controller.cycle import CycleResult
 from descheduler.eligibility import eviction_refusal
 from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.pods import is_terminal, is_terminating
+from descheduler.fakecluster.stock import pod_requests, to_units
 from descheduler.kube import MIGRATION_JOBS, RESERVATIONS
 from descheduler.migration.objects import LABEL_JOB, TERMINAL_PHASES
 from descheduler.plan import Plan
@@ -34,6 +37,38 @@ class CycleRecord:
     high: dict[str, float]  # node -> the high threshold of that resource
 
 
+# Pod -> quota group as QuotaReclaim and the quota-aware scheduler read it (quotareclaim.md §1): this
+# label, else the only ElasticQuota in the pod's namespace; a group's parent by the second label.
+QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
+PARENT_LABEL = "quota.scheduling.koordinator.sh/parent"
+KOORDINATOR_ROOT = "koordinator-root-quota"
+QUOTA_UNITS = {"cpu": "millicores", "memory": "bytes", "other": "units"}
+
+
+@dataclass(slots=True)
+class QuotaSeries:
+    """One ElasticQuota over the run: its min and max (as last seen) and its used at each change."""
+
+    namespace: str
+    min: dict[str, int]
+    max: dict[str, int]
+    used: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # resource -> (seconds, units)
+
+    def now(self) -> dict[str, int]:
+        return {resource: points[-1][1] for resource, points in self.used.items() if points}
+
+
+@dataclass(slots=True)
+class PodWait:
+    """A pod that was Pending at some point of the run (created during it, or seen Pending)."""
+
+    pod: str  # namespace/name
+    quota: str  # its ElasticQuota group, "" when none
+    created: float  # seconds since the start of the run
+    running: float | None = None  # when it became Running, None while it has not
+    gone: float | None = None  # when it was seen deleted without having run
+
+
 @dataclass(slots=True)
 class SimulationRecord:
     policy: Policy
@@ -46,6 +81,11 @@ class SimulationRecord:
     unresolvable_nodes: list[str] = field(default_factory=list)
     orphan_reservations: list[str] = field(default_factory=list)
     evictions: int = 0
+    quotas: dict[str, QuotaSeries] = field(default_factory=dict)  # by the ElasticQuota's name
+    waits: dict[str, PodWait] = field(default_factory=dict)  # by pod UID
+    sampled: float = 0.0  # seconds since the start of the run, of the latest on_pods
+    quota_used: list[dict[str, dict[str, int]]] = field(default_factory=list)  # per cycle: quota -> used
+    _parents: dict[str, str] = field(default_factory=dict)  # quota -> its parent quota, by the label
 
     # ---------------------------------------------------------------- feeding
 
@@ -74,6 +114,7 @@ class SimulationRecord:
                 high=high,
             )
         )
+        self.quota_used.append({name: series.now() for name, series in sorted(self.quotas.items())})
 
     def on_step(self, jobs: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
         """After every simulated tick: remember each job's latest state and check the limits."""
@@ -86,6 +127,84 @@ class SimulationRecord:
                 ref = (job.get("spec") or {}).get("podRef") or {}
                 self.sources[name] = node_of.get((ref.get("namespace", ""), ref.get("name", "")), "")
         self.limit_violations += limit_violations(jobs, pods, self.policy)
+
+    def on_pods(self, now: float, pods: list[dict[str, Any]], quotas: list[dict[str, Any]]) -> None:
+        """After a simulated tick in which pods or quotas changed: each ElasticQuota's used and every
+        pod's way from Pending to Running, read from the API objects."""
+        seconds = now - self.began
+        self.sampled = seconds
+        if quotas or self.quotas:
+            self._sample_quotas(seconds, pods, quotas)
+        present: set[str] = set()
+        for pod in pods:
+            meta = pod["metadata"]
+            uid = str(meta.get("uid") or f"{meta.get('namespace', '')}/{meta['name']}")
+            present.add(uid)
+            wait = self.waits.get(uid)
+            if wait is not None and wait.running is not None:
+                continue
+            status = pod.get("status") or {}
+            if wait is None:
+                created = _seconds(meta.get("creationTimestamp"), self.began)
+                if status.get("phase", "Pending") != "Pending" and (created is None or created < 0):
+                    continue  # running since before the run: never seen waiting
+                wait = self.waits[uid] = PodWait(
+                    f"{meta.get('namespace', '')}/{meta['name']}",
+                    self._group_of(pod),
+                    created if created is not None else seconds,
+                )
+            started = _seconds(status.get("startTime"), self.began)
+            if status.get("phase") in ("Running", "Succeeded", "Failed") and started is not None:
+                wait.running = started
+        for uid, wait in self.waits.items():
+            if wait.running is None and wait.gone is None and uid not in present:
+                wait.gone = seconds
+
+    def _sample_quotas(self, seconds: float, pods: list[dict[str, Any]], quotas: list[dict[str, Any]]) -> None:
+        for quota in quotas:
+            meta, spec = quota["metadata"], quota.get("spec") or {}
+            name = meta["name"]
+            if name in self.quotas and self.quotas[name].namespace != meta.get("namespace", ""):
+                continue  # the same name in another namespace or API group: the first one is the group
+            minimum = {r: to_units(r, v) for r, v in (spec.get("min") or {}).items()}
+            maximum = {r: to_units(r, v) for r, v in (spec.get("max") or {}).items()}
+            series = self.quotas.setdefault(name, QuotaSeries(meta.get("namespace", ""), minimum, maximum))
+            series.min, series.max = minimum, maximum
+            self._parents[name] = _parent(quota)
+        used = {name: dict.fromkeys(sorted({*s.min, *s.max}), 0) for name, s in self.quotas.items()}
+        for pod in pods:
+            if not (pod.get("spec") or {}).get("nodeName") or is_terminal(pod) or is_terminating(pod):
+                continue
+            group = self._group_of(pod)
+            if not group:
+                continue
+            requests = pod_requests(pod)
+            for name in self._lineage(group):
+                for resource, amount in requests.items():
+                    if resource in used[name]:
+                        used[name][resource] += amount
+        for name, values in used.items():
+            for resource, value in values.items():
+                points = self.quotas[name].used.setdefault(resource, [])
+                if not points or points[-1][1] != value:
+                    points.append((seconds, value))
+
+    def _group_of(self, pod: dict[str, Any]) -> str:
+        meta = pod["metadata"]
+        label = (meta.get("labels") or {}).get(QUOTA_LABEL)
+        if label:
+            return label if label in self.quotas else ""
+        mine = [name for name, series in self.quotas.items() if series.namespace == meta.get("namespace", "")]
+        return mine[0] if len(mine) == 1 else ""
+
+    def _lineage(self, group: str) -> list[str]:
+        """The group and the groups above it (a parent counts its subtree), stopping at a cycle."""
+        out = [group]
+        parent = self._parents.get(group)
+        while parent and parent in self.quotas and parent not in out:
+            out.append(parent)
+            parent = self._parents.get(parent)
+        return out
 
     # ---------------------------------------------------------------- results
 
@@ -151,8 +270,9 @@ class SimulationRecord:
                     "usage": {k: round(v, 4) for k, v in sorted(c.usage.items())},
                     "classes": dict(sorted(c.classes.items())),
                     "high": {k: round(v, 4) for k, v in sorted(c.high.items())},
+                    **({"quotaUsed": used} if used else {}),
                 }
-                for c in self.cycles
+                for c, used in zip(self.cycles, self.quota_used, strict=True)
             ],
             "moves": [
                 {
@@ -169,7 +289,70 @@ class SimulationRecord:
                 for name, job in sorted(self.jobs.items())
                 for spec in [job.get("spec") or {}]
             ],
+            **self.quota_report(),
         }
+
+    def quota_report(self) -> dict[str, Any]:
+        """Each quota's min, max and used over time (integer units: QUOTA_UNITS), and how long the pods
+        that were Pending took to run; nothing when the run had neither."""
+        out: dict[str, Any] = {}
+        if self.quotas:
+            out["quotaUnits"] = QUOTA_UNITS
+            out["quotas"] = {
+                name: {
+                    "namespace": series.namespace,
+                    "min": dict(sorted(series.min.items())),
+                    "max": dict(sorted(series.max.items())),
+                    # change points, and the value still held at the last sample
+                    "used": {
+                        resource: [[round(t, 1), v] for t, v in points]
+                        + ([[round(self.sampled, 1), points[-1][1]]] if points[-1][0] < self.sampled else [])
+                        for resource, points in sorted(series.used.items())
+                    },
+                }
+                for name, series in sorted(self.quotas.items())
+            }
+        waits = sorted(self.waits.values(), key=lambda w: (w.quota, w.created, w.pod))
+        if waits:
+            out["podWaits"] = [
+                {
+                    "pod": w.pod,
+                    "quota": w.quota,
+                    "created": round(w.created, 1),
+                    "running": None if w.running is None else round(w.running, 1),
+                    "seconds": None if w.running is None else round(w.running - w.created, 1),
+                    "state": "Running" if w.running is not None else "deleted" if w.gone is not None else "Pending",
+                }
+                for w in waits
+            ]
+            out["quotaWaits"] = {
+                group: wait_summary([w for w in waits if w.quota == group], self.sampled)
+                for group in sorted({w.quota for w in waits if w.quota})
+            }
+        return out
+
+
+def wait_summary(waits: list[PodWait], end: float) -> dict[str, Any]:
+    """A group's pods that were Pending: how many ran and how long it took them; how many still wait."""
+    seconds = sorted(w.running - w.created for w in waits if w.running is not None)
+    pending = [w for w in waits if w.running is None and w.gone is None]
+    return {
+        "pods": len(waits),
+        "running": len(seconds),
+        "stillPending": len(pending),
+        "deleted": sum(w.running is None and w.gone is not None for w in waits),
+        "seconds": [round(v, 1) for v in seconds],
+        "min": round(seconds[0], 1) if seconds else None,
+        "median": round(statistics.median(seconds), 1) if seconds else None,
+        "max": round(seconds[-1], 1) if seconds else None,
+        # how long the pods still Pending have waited by the end of the run
+        "pendingFor": sorted(round(end - w.created, 1) for w in pending),
+    }
+
+
+def _parent(quota: dict[str, Any]) -> str:
+    parent = str((quota["metadata"].get("labels") or {}).get(PARENT_LABEL, "")).strip()
+    return "" if parent in (KOORDINATOR_ROOT, quota["metadata"]["name"]) else parent
 
 
 def phase(job: dict[str, Any]) -> str:

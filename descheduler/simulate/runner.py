@@ -27,6 +27,7 @@ from descheduler.events import EventRecorder
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import LoadedScenario
 from descheduler.kube import CLUSTER_KINDS, MIGRATION_JOBS, ClusterCache, KubeClient, connect
+from descheduler.kube.kinds import QUOTAS
 from descheduler.loadsource import cache_kinds
 from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
@@ -98,6 +99,7 @@ class Simulation:
         self.cache: ClusterCache | None = None
         self.record = SimulationRecord(policy, began=self.cluster.now)
         self._origin = self.cluster.now
+        self._written: tuple[int, ...] | None = None  # pods' and quotas' latest writes at the last sample
 
     def clock(self) -> datetime:
         return datetime.fromtimestamp(self.cluster.now, UTC)
@@ -130,6 +132,7 @@ class Simulation:
             )
             evictions_before = metrics.sample("descheduler_evictions_total", {"result": "success"})
             self.record.began = cluster.now
+            self._sample()
             self._advance(options.warmup_seconds, None)
             interval = policy.interval.total_seconds()
             quiet = False
@@ -180,6 +183,7 @@ class Simulation:
                 settle(self.cache, cluster)
                 migration.reconcile_once()
                 self._observe()
+            self._sample()
 
     def _wakes(self, start: float, end: float) -> bool:
         """Whether a multiple of a wake period (from the start) falls in (start, end]."""
@@ -196,6 +200,17 @@ class Simulation:
         while waited < self.options.drain_seconds and self._active_jobs():
             self._advance(self.options.migration_period, migration)
             waited += self.options.migration_period
+
+    def _sample(self) -> None:
+        """Quotas' used and pods' waits, when a pod or a quota was written since the last sample."""
+        store = self.cluster.store
+        written = store.written("pods", *QUOTAS)
+        if written == self._written:
+            self.record.sampled = self.cluster.now - self.record.began
+            return
+        self._written = written
+        quotas = [q for resource in QUOTAS for q in store.list(resource, shared=True)]
+        self.record.on_pods(self.cluster.now, store.list("pods", shared=True), quotas)
 
     def _active_jobs(self) -> bool:
         return any(phase(job) not in TERMINAL_PHASES for job in self.cluster.store.list(MIGRATION_JOBS, shared=True))
