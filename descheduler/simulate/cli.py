@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,10 +14,25 @@ import typer
 # The demo's web tier follows a daily curve that peaks in the afternoon: start there, so the demo
 # shows the same hot nodes on every machine and at any hour.
 DEMO_POLICY = Path(str(files("descheduler") / "demo" / "policy.yaml"))
+# The quota demo: two ElasticQuota groups, one borrowing, the other scaling up two minutes in; its
+# policy is QuotaReclaim alone with a 30 s grace and a 30 s cycle.
+QUOTA_SCENARIO = Path(str(files("descheduler.fakecluster") / "scenarios" / "quota.yaml"))
+QUOTA_POLICY = Path(str(files("descheduler") / "demo" / "quota-policy.yaml"))
+
+
+class Demo(StrEnum):
+    load = "load"
+    quota = "quota"
 
 
 def simulate_command(
     scenario: Annotated[Path | None, typer.Argument(help="scenario file (default: the built-in demo)")] = None,
+    demo: Annotated[
+        Demo | None,
+        typer.Option(
+            "--demo", help="a built-in demo with its policy: load (hot nodes; the default) or quota (QuotaReclaim)"
+        ),
+    ] = None,
     cycles: Annotated[int, typer.Option("--cycles", "-n", help="planning cycles to run", min=1)] = 10,
     report: Annotated[Path, typer.Option("--report", "-r", help="directory for report.json and report.html")] = Path(
         "simulation-report"
@@ -49,16 +65,25 @@ def simulate_command(
         report.mkdir(parents=True, exist_ok=True)  # before simulating: a report that cannot be written fails first
     except OSError as error:
         raise InputError(f"cannot create the report directory: {error.strerror or error}", source=str(report)) from None
+    if scenario is not None and demo is not None:
+        raise InputError(f"give a scenario file or --demo {demo.value}, not both", source=str(scenario))
     configure_logging(log_level, "console")
     if policy is not None:
         loaded_policy, policy_name = load_policy(policy), str(policy)
+    elif demo is Demo.quota:
+        loaded_policy, policy_name = load_policy(QUOTA_POLICY), "the quota demo's (descheduler/demo/quota-policy.yaml)"
     elif scenario is None:
         loaded_policy, policy_name = load_policy(DEMO_POLICY), "the demo's (descheduler/demo/policy.yaml)"
     else:
         loaded_policy, policy_name = default_policy(), "built-in default"
     from descheduler.cli import parse_time
 
-    loaded = load_scenario(scenario) if scenario is not None else load_demo_scenario()
+    if scenario is not None:
+        loaded = load_scenario(scenario)
+    elif demo is Demo.quota:
+        loaded = load_scenario(QUOTA_SCENARIO)
+    else:
+        loaded = load_demo_scenario()
     began = parse_time(start, "--start")
     interval = loaded_policy.interval.total_seconds()
     typer.echo(
@@ -116,4 +141,8 @@ def _summary(result: dict[str, Any], report: Path) -> None:
         f"evictions {result['evictions']}; ping-pong {result['pingPong']}; "
         f"limit violations {result['limitViolations']}; orphan Reservations {result['orphanReservations']}"
     )
+    from descheduler.simulate.charts import quota_lines
+
+    for line in quota_lines(result):
+        console.print(line, highlight=False)
     console.print(f"report: {report / 'report.html'} and {report / 'report.json'}")
