@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+import pytest
 import yaml
-from realcluster_support import REPO, create
+from controlplane import HOW_TO_GET, ControlPlane
+from realcluster_support import REPO, create, install_node_metric_crd, install_our_crds
 
 from descheduler.fakecluster.apiserver import Access
 from descheduler.kube import KubeApiError, KubeClient
@@ -80,6 +82,28 @@ def install(kube: KubeClient) -> Installation:
                 raise
         done.objects.append(obj)
     return done
+
+
+def scheduler_side(
+    control_plane: ControlPlane, kube: KubeClient, workdir: Path
+) -> tuple[Installation, dict[str, Path]]:
+    """What a test of the controller beside kube-scheduler and the extender needs first: the two binaries
+    (else the test is skipped, saying how to get them), our CRDs and NodeMetric's, the overlay's RBAC, and
+    a token kubeconfig for the controller's and the extender's ServiceAccounts (by account name)."""
+    missing = [b for b in ("kube-controller-manager", "kube-scheduler") if not (control_plane.assets / b).is_file()]
+    if missing:
+        pytest.skip(f"{control_plane.assets} has no {', '.join(missing)}: {HOW_TO_GET}")
+    assert control_plane.certs is not None
+    install_our_crds(kube)
+    install_node_metric_crd(kube)
+    installation = install(kube)
+    tokens = {
+        account: token_kubeconfig(
+            control_plane.kubeconfig, control_plane.certs.ca, workdir / f"{account}.kubeconfig", account
+        )
+        for account in (CONTROLLER, EXTENDER)
+    }
+    return installation, tokens
 
 
 def token_kubeconfig(admin_kubeconfig: Path, ca: Path, path: Path, service_account: str) -> Path:

@@ -28,7 +28,7 @@ from typing import Any, cast
 
 import installed
 import pytest
-from controlplane import HOW_TO_GET, ControlPlane, Process
+from controlplane import ControlPlane, Process
 from moves_support import (
     LABEL_JOB,
     LOAD_AWARE_SCHEDULER,
@@ -53,7 +53,7 @@ from moves_support import (
     summary,
     wait_until,
 )
-from realcluster_support import create, install_node_metric_crd, install_our_crds
+from realcluster_support import create
 from standin import KubeletStandIn, LoadPublisher
 
 from descheduler.fakecluster.usage import UsageSpec
@@ -145,20 +145,8 @@ def components(
     find the bare control plane they expect. The extender runs as deploy/ installs it: the
     `descheduler-extender` ServiceAccount's token, bound by the rendered RBAC, its Lease in the
     rendered namespace."""
-    missing = [b for b in ("kube-controller-manager", "kube-scheduler") if not (control_plane.assets / b).is_file()]
-    if missing:
-        pytest.skip(f"{control_plane.assets} has no {', '.join(missing)}: {HOW_TO_GET}")
-    assert control_plane.certs is not None
     workdir = tmp_path_factory.mktemp("moves")
-    install_our_crds(kube)
-    install_node_metric_crd(kube)
-    installation = installed.install(kube)
-    tokens = {
-        account: installed.token_kubeconfig(
-            control_plane.kubeconfig, control_plane.certs.ca, workdir / f"{account}.kubeconfig", account
-        )
-        for account in (installed.CONTROLLER, installed.EXTENDER)
-    }
+    installation, tokens = installed.scheduler_side(control_plane, kube, workdir)
     started: list[Process] = []
     extender_policy = workdir / "extender-policy.yaml"
     extender_policy.write_text(EXTENDER_POLICY)

@@ -22,7 +22,7 @@ from typing import Any
 import installed
 import pytest
 import yaml
-from controlplane import HOW_TO_GET, ControlPlane, Process
+from controlplane import ControlPlane, Process
 from moves_support import (
     LOAD_AWARE_SCHEDULER,
     RUN_LABEL,
@@ -41,7 +41,7 @@ from moves_support import (
     scheduler_configuration,
     wait_until,
 )
-from realcluster_support import REPO, apply_crd, create, install_node_metric_crd, install_our_crds
+from realcluster_support import REPO, apply_crd, create
 from standin import KubeletStandIn, LoadPublisher
 
 from descheduler.fakecluster.usage import UsageSpec
@@ -107,21 +107,9 @@ def components(
 ) -> Iterator[Components]:
     """kube-controller-manager, `descheduler extender` as deploy/ installs it (its ServiceAccount's
     token, the rendered RBAC) and a kube-scheduler whose profile calls it; the ElasticQuota CRD."""
-    missing = [b for b in ("kube-controller-manager", "kube-scheduler") if not (control_plane.assets / b).is_file()]
-    if missing:
-        pytest.skip(f"{control_plane.assets} has no {', '.join(missing)}: {HOW_TO_GET}")
-    assert control_plane.certs is not None
     workdir = tmp_path_factory.mktemp("quota")
-    install_our_crds(kube)
-    install_node_metric_crd(kube)
+    installation, tokens = installed.scheduler_side(control_plane, kube, workdir)
     apply_crd(kube, yaml.safe_load(CRD.read_text()))
-    installation = installed.install(kube)
-    tokens = {
-        account: installed.token_kubeconfig(
-            control_plane.kubeconfig, control_plane.certs.ca, workdir / f"{account}.kubeconfig", account
-        )
-        for account in (installed.CONTROLLER, installed.EXTENDER)
-    }
     policy = workdir / "extender-policy.yaml"
     policy.write_text(EXTENDER_POLICY)
     extender = extender_process(workdir, tokens[installed.EXTENDER], policy, installed.NAMESPACE)

@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 
 
-@pytest.fixture(scope="session")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, str]:
-    """The demo's report.json, its report directory and the command's stdout."""
+def simulate(tmp_path_factory: pytest.TempPathFactory, *args: str) -> tuple[dict[str, Any], Path, str]:
+    """`descheduler simulate ARGS` into a fresh report directory: report.json, the directory, stdout."""
     report = tmp_path_factory.mktemp("report")
     result = subprocess.run(
-        [sys.executable, "-m", "descheduler", "simulate", "--report", str(report)],
+        [sys.executable, "-m", "descheduler", "simulate", *args, "--report", str(report)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -24,3 +23,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path
     )
     assert result.returncode == 0, result.stderr
     return json.loads((report / "report.json").read_text()), report, result.stdout
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, str]:
+    """The demo's report.json, its report directory and the command's stdout."""
+    return simulate(tmp_path_factory)

@@ -6,7 +6,6 @@ it the 4 wait to the end. The report carries each quota's used, min and max over
 from __future__ import annotations
 
 import itertools
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from benchmarks.quota_reclaim import run_scenario, without_reclaim
 from descheduler.policy import load_policy
 from descheduler.simulate.cli import QUOTA_POLICY
+from tests.simulate.conftest import simulate
 from tests.simulate.test_report_charts import ROUND_COUNT_STEPS, _assert_round_ticks, _chromium, _parse, needs_chromium
 
 CORES = 1000  # millicores
@@ -26,16 +26,7 @@ CYCLES = 10  # the CLI's default
 @pytest.fixture(scope="module")
 def on(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, str]:
     """The quota demo with its policy (QuotaReclaim), through the CLI: report.json, its directory, stdout."""
-    report = tmp_path_factory.mktemp("quota-report")
-    result = subprocess.run(
-        [sys.executable, "-m", "descheduler", "simulate", "--demo", "quota", "--report", str(report)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads((report / "report.json").read_text()), report, result.stdout
+    return simulate(tmp_path_factory, "--demo", "quota")
 
 
 @pytest.fixture(scope="module")
