@@ -37,7 +37,10 @@ INTERVAL = 1.0  # the policy's cycle interval
 STARTUP = 60.0  # import, list every kind, sync the cache, win the Lease: seconds on a busy 2-core box
 FIRE_WITHIN = 30.0  # an alert's `for` (≤ 10 s here) plus detection, scrape and evaluation
 # Panels allowed to show no data in a short healthy run, and why.
-QUIET_PANELS = {"Watch restarts": "no watch stream restarts in a healthy run of a few seconds"}
+QUIET_PANELS = {
+    "Watch restarts": "no watch stream restarts in a healthy run of a few seconds",
+    "QuotaReclaim rounds without progress": "QuotaReclaim is off here; a stall is counted per group and lender only when it happens",
+}
 
 POLICY = """\
 apiVersion: descheduler.dev/v1alpha1

@@ -17,7 +17,7 @@ import kubernetes
 import pytest
 import yaml
 from controlplane import HOW_TO_GET, ControlPlane
-from realcluster_support import REPO, create, install_node_metric_crd, install_our_crds
+from realcluster_support import REPO, create, eventually, install_node_metric_crd, install_our_crds
 
 from descheduler.fakecluster.apiserver import Access
 from descheduler.kube import KubeApiError, KubeClient
@@ -59,15 +59,30 @@ class Installation:
 
     objects: list[dict[str, Any]] = field(default_factory=list)
 
-    def remove(self, kube: KubeClient) -> None:
-        """Every object, newest first (the namespace last: without the controller-manager it would stay
-        Terminating, with its objects in it)."""
+    def remove(self, kube: KubeClient, timeout: float = 60.0) -> None:
+        """Every object, newest first, then wait until the namespace is gone: the next module installs
+        into it again, and a Terminating namespace refuses new objects. Call it while the
+        controller-manager still runs: its namespace controller is what finishes a namespace's deletion."""
         for obj in reversed(self.objects):
             try:
                 kube.request("DELETE", f"{_path(obj)}/{obj['metadata']['name']}")
             except KubeApiError as error:
                 if error.status != 404:
                     raise
+        namespaces = [o for o in self.objects if o["kind"] == "Namespace"]
+
+        def gone() -> bool:
+            for obj in namespaces:
+                try:
+                    kube.request("GET", f"{_path(obj)}/{obj['metadata']['name']}")
+                except KubeApiError as error:
+                    if error.status != 404:
+                        raise
+                else:
+                    return False
+            return True
+
+        eventually(gone, timeout, what="the installation's namespace deleted")
 
 
 def install(kube: KubeClient) -> Installation:

@@ -162,10 +162,12 @@ def components(
         started.append(control_plane.start_scheduler(config))
         yield Components(workdir, installed.NAMESPACE, extender, started, tokens[installed.CONTROLLER], control_plane)
     finally:
-        for process in reversed(started):
-            process.stop()
         extender.stop()
-        installation.remove(kube)
+        try:
+            installation.remove(kube)  # while the controller-manager runs: it finishes the namespace's deletion
+        finally:
+            for process in reversed(started):
+                process.stop()
 
 
 @dataclass

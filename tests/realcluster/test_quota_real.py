@@ -124,10 +124,12 @@ def components(
         started.append(control_plane.start_scheduler(config))
         yield Components(workdir, control_plane, extender, tokens[installed.CONTROLLER], started)
     finally:
-        for process in reversed(started):
-            process.stop()
         extender.stop()
-        installation.remove(kube)
+        try:
+            installation.remove(kube)  # while the controller-manager runs: it finishes the namespace's deletion
+        finally:
+            for process in reversed(started):
+                process.stop()
 
 
 def elastic_quota(name: str, namespace: str, min_cpu: int, max_cpu: int) -> dict[str, Any]:
