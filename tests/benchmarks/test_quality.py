@@ -257,6 +257,14 @@ def test_curves_hold_each_contenders_knob_on_its_shipped_cycle() -> None:
     assert [m for m in verdict(scenario) if m.startswith("no point")] == [
         "no point of ours' curve has at most 40 evictions and fewer than 200 hot-node-minutes (koordinator)"
     ]
+    # A tie on day 2 is won by fewer evictions on day 1 (the load repeats: the cluster was settled then).
+    scenario["runs"]["koordinator"] = _run(5, 0, base="koordinator", seconds=10.0, knob=None, day1Evictions=40)
+    scenario["runs"]["ours~3"] = _run(5, 0, base="ours", seconds=60.0, knob=3, day1Evictions=50)
+    assert [m for m in verdict(scenario) if m.startswith("no point")] == [
+        "no point of ours' curve has at most 5 evictions and fewer than 0 hot-node-minutes (koordinator)"
+    ]
+    scenario["runs"]["ours~3"]["day1Evictions"] = 30
+    assert [m for m in verdict(scenario) if m.startswith("no point")] == []
 
 
 def test_moves_are_split_by_their_source_in_the_off_run() -> None:
