@@ -75,13 +75,18 @@ class QuotaBook:
         membership = Membership.build(tree, quota_label)
         census = Census.take(snapshot.pods, membership)
         book = cls(tree, membership, dict.fromkeys(tree.groups, EMPTY), dict.fromkeys(tree.groups, EMPTY), {}, {})
-        for group, pods in census.holding.items():
-            for pod in pods:
-                book._count(book.used, book.holding, pod, group, 1)
+        # The census has each group's sums already: one addition per group and ancestor, not per pod.
+        for group, sums in census.requested.items():
+            book._add(book.used, group, Resources(sums))
         for group, pods in census.pending.items():
-            for pod in pods:
-                book._count(book.waiting, book.pending, pod, group, 1)
+            book._add(book.waiting, group, _total(p.requests for p in pods))
+        book.holding = {p.uid or p.key: g for g, pods in census.holding.items() for p in pods}
+        book.pending = {p.uid or p.key: g for g, pods in census.pending.items() for p in pods}
         return book
+
+    def _add(self, sums: dict[str, Resources], group: str, change: Resources) -> None:
+        for name in [group, *self.tree.ancestors(group)]:
+            sums[name] = sums[name] + change
 
     def _count(self, sums: dict[str, Resources], keys: dict[str, str], pod: Pod, group: str, sign: int) -> None:
         key = pod.uid or pod.key
@@ -89,9 +94,7 @@ class QuotaBook:
             keys[key] = group
         else:
             del keys[key]
-        change = pod.requests if sign > 0 else EMPTY - pod.requests
-        for name in [group, *self.tree.ancestors(group)]:
-            sums[name] = sums[name] + change
+        self._add(sums, group, pod.requests if sign > 0 else EMPTY - pod.requests)
 
     def bound(self, pod: Pod) -> None:
         """A pod was bound: it uses its group's quota from now on, and no longer waits."""
