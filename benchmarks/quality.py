@@ -805,8 +805,9 @@ def run_one(
 
 
 def _keys(only: Sequence[str]) -> list[str]:
-    """The contenders to run: `only` these (every one when empty), and off and ours always."""
-    return [base for base in LABELS if base in ("off", "ours") or not only or base in only]
+    """The contenders to run: `only` these (every one when empty), and off always (the hindsight minimum
+    and the moves' causes are read from its run)."""
+    return [base for base in LABELS if base == "off" or not only or base in only]
 
 
 def plan_runs(only: Sequence[str] = (), *, uniform: bool = False, sweep: bool = False) -> list[RunSpec]:
@@ -1119,17 +1120,22 @@ def _run_order(name: str) -> tuple[int, str]:
     return list(LABELS).index(base), name
 
 
+NOT_JUDGED = "not judged: ours was not run (merge this run with one of ours)"
+
+
 def summary(scenarios: list[dict[str, Any]]) -> dict[str, Any]:
     """The flat metrics over `scenarios` (each given its missed targets) and the scenarios."""
+    judged = [s for s in scenarios if "ours" in s["runs"]]
     for scenario in scenarios:
-        scenario["missed"] = verdict(scenario)
-    ratios = [s["runs"]["ours"]["ratio"] for s in scenarios if s["runs"]["ours"].get("ratio") is not None]
+        # A part of a run made for --merge may hold only peers: nothing to judge until ours is merged in.
+        scenario["missed"] = verdict(scenario) if scenario in judged else [NOT_JUDGED]
+    ratios = [s["runs"]["ours"]["ratio"] for s in judged if s["runs"]["ours"].get("ratio") is not None]
     share = [
         s["runs"]["ours"]["hotNodeMinutes"] / s["runs"]["off"]["hotNodeMinutes"]
-        for s in scenarios
+        for s in judged
         if s["runs"]["off"]["hotNodeMinutes"] > 0
     ]
-    ping_pong = [s["runs"]["ours"]["pingPong"] / max(1, s["runs"]["ours"]["evictions"]) for s in scenarios]
+    ping_pong = [s["runs"]["ours"]["pingPong"] / max(1, s["runs"]["ours"]["evictions"]) for s in judged]
     return {
         "ours_ratio": max(ratios, default=0.0),
         "ours_hot_share_of_off": round(max(share, default=0.0), 3),
@@ -1323,7 +1329,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="*", default=[50], help="one or more sizes")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--hours", type=float, default=HOURS, help="the last 24 are scored")
-    parser.add_argument("--only", nargs="*", default=(), help="contender keys (off and ours always run)")
+    parser.add_argument("--only", nargs="*", default=(), help="contender keys (off always runs)")
     parser.add_argument("--ours-args", default="", help='YAML lines for ours\' LowNodeLoad args ("reliefDepth: 0")')
     parser.add_argument("--no-uniform", action="store_true", help="without the table on one 1-min cycle")
     parser.add_argument("--sweep", type=int, nargs="*", default=[], help="sizes at which to sweep the knobs")

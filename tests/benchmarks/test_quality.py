@@ -23,6 +23,7 @@ from benchmarks.quality import (
     LABELS,
     LIMITS,
     LOW,
+    NOT_JUDGED,
     SMOKE_NODES,
     Minimum,
     Need,
@@ -44,6 +45,7 @@ from benchmarks.quality import (
     run_one,
     run_scenario,
     shipped,
+    summary,
     verdict,
     write_chart,
 )
@@ -204,6 +206,14 @@ def test_verdict_names_each_missed_target() -> None:
     ]
 
 
+def test_a_scenario_without_ours_is_not_judged() -> None:
+    peers_only = {"name": "x-50", "pods": 100, "runs": {"off": _run(0, 1000, None), "koordinator": _run(9, 90)}}
+    judged = {"name": "y-50", "pods": 100, "runs": {"off": _run(0, 1000, None), "ours": _run(10, 20, ratio=3.0)}}
+    result = summary([peers_only, judged])
+    assert peers_only["missed"] == [NOT_JUDGED] and result["scenarios_missed"] == 2
+    assert result["ours_ratio"] == 3.0  # the judged scenario's alone
+
+
 def test_upstream_rows_are_the_median_over_tie_seeds_with_their_range() -> None:
     runs = {
         "lnuMetrics": _run(10, 300, ratio=1.0, day1Evictions=5),
@@ -219,8 +229,9 @@ def test_upstream_rows_are_the_median_over_tie_seeds_with_their_range() -> None:
 
 
 def test_runs_are_named_by_what_differs_from_the_shipped_contender() -> None:
-    assert [spec.name for spec in plan_runs(("koordinator",))] == ["off", "ours", "koordinator"]
-    names = [spec.name for spec in plan_runs(("lnuMetrics", "koordinator"), uniform=True, sweep=True)]
+    assert [spec.name for spec in plan_runs(("koordinator",))] == ["off", "koordinator"]
+    assert [spec.name for spec in plan_runs(("ours",))] == ["off", "ours"]
+    names = [spec.name for spec in plan_runs(("ours", "lnuMetrics", "koordinator"), uniform=True, sweep=True)]
     assert names[:6] == ["off", "ours", "lnuMetrics", "lnuMetrics#2", "lnuMetrics#3", "koordinator"]
     assert {"lnuMetrics@60s", "lnuMetrics@60s#3", "koordinator@60s"} <= set(names)  # the one-cycle table
     assert {"ours~4%", "ours~32%", "koordinator~0", "lnuMetrics@1800s"} <= set(names)  # the curves
