@@ -435,15 +435,14 @@ def load_configuration(configuration: Any, kubeconfig: str | Path | None, contex
                     raise InputError(f"cannot use the in-cluster service account: {error}") from None
                 return "in-cluster service account"
             raise NoClusterConfigError(f"no cluster configuration: {looked}, and not running in a cluster")
+    # Each file is read once: a --kubeconfig <(…) pipe cannot be read a second time.
     documents = [(file, _read_kubeconfig(file)) for file in files]
     _check_context(label, documents, context)
     try:
-        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=os.pathsep.join(map(str, files)),
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
+        loader = k8s_config.kube_config.KubeConfigLoader(  # type: ignore[no-untyped-call]
+            config_dict=_merged_kubeconfig(documents), active_context=context, config_base_path=None
         )
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
     except k8s_config.ConfigException as error:
         raise InputError(f"not a usable kubeconfig: {error}", source=label) from None
     except (TypeError, KeyError, AttributeError, ValueError, OSError) as error:
@@ -505,6 +504,25 @@ def _read_kubeconfig(path: Path) -> dict[str, Any]:
     if current is not None and not isinstance(current, str):
         raise InputError("must be the name of a context", source=source, field="current-context")
     return document
+
+
+def _merged_kubeconfig(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> Any:
+    """The files merged as kubectl and the client's KubeConfigMerger merge them (the first entry of a
+    name wins, the last current-context wins), each entry remembering its file so that relative
+    certificate paths resolve against that file's directory."""
+    ConfigNode = k8s_config.kube_config.ConfigNode
+    first_path = str(documents[0][0])
+    merged = ConfigNode(first_path, {**documents[0][1], **{s: [] for s in _SECTIONS}}, first_path)  # type: ignore[no-untyped-call]
+    for path, document in documents:
+        for section in _SECTIONS:
+            names = {entry["name"] for entry in merged.value[section]}
+            for entry in document.get(section) or ():
+                if entry["name"] not in names:
+                    names.add(entry["name"])
+                    merged.value[section].append(ConfigNode(f"{path}/{entry['name']}", entry, str(path)))  # type: ignore[no-untyped-call]
+        if "current-context" in document:
+            merged.value["current-context"] = document["current-context"]
+    return merged
 
 
 def _check_context(label: str, documents: Sequence[tuple[Path, Mapping[str, Any]]], context: str | None) -> None:
