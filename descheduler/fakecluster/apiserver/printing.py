@@ -1,10 +1,13 @@
 """Server-side printing: the meta.k8s.io `Table` kube-apiserver serves to `kubectl get`.
 
 kubectl asks for it with `Accept: application/json;as=Table;v=v1;g=meta.k8s.io, …`; the cells are
-what kubectl prints. Pods and nodes get the columns of kubernetes pkg/printers/internalversion
-(printPod, printNode); every other kind gets the table the real server serves for a custom
-resource without printer columns (Name, Age). Ages are `duration.HumanDuration` of the server
-clock's now minus creationTimestamp, so a simulated cluster prints simulated ages.
+what kubectl prints. The built-in kinds a simulated cluster holds (pods, nodes, events, namespaces,
+deployments, replica sets, stateful sets, daemon sets, disruption budgets, leases, priority classes)
+get the columns of kubernetes pkg/printers/internalversion (printPod, printNode, printEvent, …),
+with the wide cells too, as the server always renders them; every other kind gets the table the
+real server serves for a custom resource without printer columns (Name, Age). Ages are
+`duration.HumanDuration` of the server clock's now minus creationTimestamp, so a simulated cluster
+prints simulated ages.
 """
 
 from __future__ import annotations
@@ -402,6 +405,480 @@ def node_row(node: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
     return cells, []
 
 
+# ------------------------------------------------------------------ workloads
+
+_CONTAINERS_DOC: Final = "Names of each container in the template."
+_IMAGES_DOC: Final = "Images referenced by each container in the template."
+_READY_REPLICAS_DOC: Final = "Number of the pod with ready state"
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _template_containers(spec: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    return _list(_map(_map(spec.get("template")).get("spec")).get("containers"))
+
+
+def container_cells(containers: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """printers.go layoutContainerCells: the containers' names and images, comma-separated."""
+    return ",".join(str(c.get("name") or "") for c in containers), ",".join(
+        str(c.get("image") or "") for c in containers
+    )
+
+
+def selector_string(selector: Any) -> str:
+    """labels.Selector.String() of metav1.LabelSelectorAsSelector: requirements sorted by key, "" for none."""
+    if not isinstance(selector, Mapping):
+        return ""
+    requirements: list[tuple[str, str]] = []
+    for key, value in _map(selector.get("matchLabels")).items():
+        requirements.append((str(key), f"{key}={value}"))
+    for expression in _list(selector.get("matchExpressions")):
+        key, operator = str(expression.get("key") or ""), expression.get("operator")
+        values = ",".join(sorted({str(v) for v in expression.get("values") or []}))
+        if operator == "In":
+            requirements.append((key, f"{key} in ({values})"))
+        elif operator == "NotIn":
+            requirements.append((key, f"{key} notin ({values})"))
+        elif operator == "Exists":
+            requirements.append((key, key))
+        elif operator == "DoesNotExist":
+            requirements.append((key, f"!{key}"))
+    # Go's sort.Sort is not stable; keys are unique in matchLabels, and a key in both is rare enough.
+    return ",".join(text for _, text in sorted(requirements, key=lambda r: r[0]))
+
+
+def format_selector(selector: Any) -> str:
+    """metav1.FormatLabelSelector: as `selector_string`, `<none>` when it selects by nothing."""
+    return selector_string(selector) or "<none>"
+
+
+def _labels_string(labels: Any) -> str:
+    """labels.FormatLabels: `k=v` pairs sorted by key, `<none>` when there are none."""
+    pairs = sorted(_map(labels).items())
+    return ",".join(f"{k}={v}" for k, v in pairs) or "<none>"
+
+
+DEPLOYMENT_COLUMNS: Final = (
+    Column("Name", format="name", description=_NAME_DOC),
+    Column("Ready", description=_READY_REPLICAS_DOC),
+    Column(
+        "Up-to-date",
+        description=(
+            "Total number of non-terminating pods targeted by this deployment that have the desired template spec."
+        ),
+    ),
+    Column(
+        "Available",
+        description=(
+            "Total number of available non-terminating pods (ready for at least minReadySeconds) targeted by this "
+            "deployment."
+        ),
+    ),
+    Column("Age", description=_CREATED_DOC),
+    Column("Containers", priority=1, description=_CONTAINERS_DOC),
+    Column("Images", priority=1, description=_IMAGES_DOC),
+    Column(
+        "Selector",
+        priority=1,
+        description=(
+            "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones "
+            "affected by this deployment."
+        ),
+    ),
+)
+
+
+def _replicas(spec: Mapping[str, Any]) -> int:
+    # The server defaults spec.replicas to 1; an object loaded without it prints as the server would.
+    return _int(spec.get("replicas", 1))
+
+
+def deployment_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printDeployment."""
+    meta, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
+    names, images = container_cells(_template_containers(spec))
+    cells: Cells = [
+        meta.get("name", ""),
+        f"{_int(status.get('readyReplicas'))}/{_replicas(spec)}",
+        _int(status.get("updatedReplicas")),
+        _int(status.get("availableReplicas")),
+        since(meta.get("creationTimestamp"), now),
+        names,
+        images,
+        selector_string(spec.get("selector")),
+    ]
+    return cells, []
+
+
+REPLICASET_COLUMNS: Final = (
+    Column("Name", format="name", description=_NAME_DOC),
+    Column(
+        "Desired",
+        type="integer",
+        description=(
+            "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero "
+            "and unspecified. Defaults to 1. More info: "
+            "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"
+        ),
+    ),
+    Column(
+        "Current",
+        type="integer",
+        description=(
+            "Replicas is the most recently observed number of replicas. More info: "
+            "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"
+        ),
+    ),
+    Column(
+        "Ready",
+        type="integer",
+        description="The number of ready replicas for this replica set.",
+    ),
+    Column("Age", description=_CREATED_DOC),
+    Column("Containers", priority=1, description=_CONTAINERS_DOC),
+    Column("Images", priority=1, description=_IMAGES_DOC),
+    Column(
+        "Selector",
+        priority=1,
+        description=(
+            "Selector is a label query over pods that should match the replica count. If the selector is empty, "
+            "it is defaulted to the labels present on the pod template. Label keys and values that must match in "
+            "order to be controlled by this replica set. More info: "
+            "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"
+        ),
+    ),
+)
+
+
+def replicaset_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printReplicaSet."""
+    meta, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
+    names, images = container_cells(_template_containers(spec))
+    cells: Cells = [
+        meta.get("name", ""),
+        _replicas(spec),
+        _int(status.get("replicas")),
+        _int(status.get("readyReplicas")),
+        since(meta.get("creationTimestamp"), now),
+        names,
+        images,
+        format_selector(spec.get("selector")),
+    ]
+    return cells, []
+
+
+STATEFULSET_COLUMNS: Final = (
+    Column("Name", format="name", description=_NAME_DOC),
+    Column("Ready", description=_READY_REPLICAS_DOC),
+    Column("Age", description=_CREATED_DOC),
+    Column("Containers", priority=1, description=_CONTAINERS_DOC),
+    Column("Images", priority=1, description=_IMAGES_DOC),
+)
+
+
+def statefulset_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printStatefulSet."""
+    meta, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
+    names, images = container_cells(_template_containers(spec))
+    ready = f"{_int(status.get('readyReplicas'))}/{_replicas(spec)}"
+    return [meta.get("name", ""), ready, since(meta.get("creationTimestamp"), now), names, images], []
+
+
+DAEMONSET_COLUMNS: Final = (
+    Column("Name", format="name", description=_NAME_DOC),
+    Column(
+        "Desired",
+        type="integer",
+        description=(
+            "The total number of nodes that should be running the daemon pod (including nodes correctly running "
+            "the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
+        ),
+    ),
+    Column(
+        "Current",
+        type="integer",
+        description=(
+            "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. "
+            "More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
+        ),
+    ),
+    Column(
+        "Ready",
+        type="integer",
+        description=(
+            "The number of nodes that should be running the daemon pod and have one or more of the daemon pod "
+            "running and ready."
+        ),
+    ),
+    Column(
+        "Up-to-date",
+        type="integer",
+        description="The total number of nodes that are running updated daemon pod",
+    ),
+    Column(
+        "Available",
+        type="integer",
+        description=(
+            "The number of nodes that should be running the daemon pod and have one or more of the daemon pod "
+            "running and available (ready for at least spec.minReadySeconds)"
+        ),
+    ),
+    Column(
+        "Node Selector",
+        description=(
+            "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match "
+            "a node's labels for the pod to be scheduled on that node. More info: "
+            "https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"
+        ),
+    ),
+    Column("Age", description=_CREATED_DOC),
+    Column("Containers", priority=1, description=_CONTAINERS_DOC),
+    Column("Images", priority=1, description=_IMAGES_DOC),
+    Column(
+        "Selector",
+        priority=1,
+        description=(
+            "A label query over pods that are managed by the daemon set. Must match in order to be controlled. "
+            "If empty, defaulted to labels on Pod template. More info: "
+            "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"
+        ),
+    ),
+)
+
+
+def daemonset_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printDaemonSet."""
+    meta, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
+    template_spec = _map(_map(spec.get("template")).get("spec"))
+    names, images = container_cells(_template_containers(spec))
+    cells: Cells = [
+        meta.get("name", ""),
+        _int(status.get("desiredNumberScheduled")),
+        _int(status.get("currentNumberScheduled")),
+        _int(status.get("numberReady")),
+        _int(status.get("updatedNumberScheduled")),
+        _int(status.get("numberAvailable")),
+        _labels_string(template_spec.get("nodeSelector")),
+        since(meta.get("creationTimestamp"), now),
+        names,
+        images,
+        format_selector(spec.get("selector")),
+    ]
+    return cells, []
+
+
+# ------------------------------------------------------------------ disruption budgets
+
+PDB_COLUMNS: Final = (
+    Column("Name", format="name", description=_NAME_DOC),
+    Column("Min Available", description="The minimum number of pods that must be available."),
+    Column("Max Unavailable", description="The maximum number of pods that may be unavailable."),
+    Column(
+        "Allowed Disruptions",
+        type="integer",
+        description="Calculated number of pods that may be disrupted at this time.",
+    ),
+    Column("Age", description=_CREATED_DOC),
+)
+
+
+def _int_or_string(value: Any) -> str:
+    """intstr.IntOrString.String(), `N/A` when unset as printPodDisruptionBudget writes it."""
+    if value is None:
+        return "N/A"
+    return str(value)
+
+
+def pdb_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printPodDisruptionBudget."""
+    meta, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
+    cells: Cells = [
+        meta.get("name", ""),
+        _int_or_string(spec.get("minAvailable")),
+        _int_or_string(spec.get("maxUnavailable")),
+        _int(status.get("disruptionsAllowed")),
+        since(meta.get("creationTimestamp"), now),
+    ]
+    return cells, []
+
+
+# ------------------------------------------------------------------ events
+
+EVENT_COLUMNS: Final = (
+    Column("Last Seen", description="The time at which the most recent occurrence of this event was recorded."),
+    Column("Type", description="Type of this event (Normal, Warning), new types could be added in the future"),
+    Column(
+        "Reason",
+        description=(
+            "This should be a short, machine understandable string that gives the reason for the transition into "
+            "the object's current status."
+        ),
+    ),
+    Column("Object", description="The object that this event is about."),
+    Column(
+        "Subobject",
+        priority=1,
+        description=(
+            "If referring to a piece of an object instead of an entire object, this string should contain a valid "
+            "JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the "
+            "object reference is to a container within a pod, this would take on a value like: "
+            '"spec.containers{name}" (where "name" refers to the name of the container that triggered the event) '
+            'or if no container name is specified "spec.containers[2]" (container with index 2 in this pod). This '
+            "syntax is chosen only to have some well-defined way of referencing a part of an object."
+        ),
+    ),
+    Column(
+        "Source",
+        priority=1,
+        description="The component reporting this event. Should be a short machine understandable string.",
+    ),
+    Column("Message", description="A human-readable description of the status of this operation."),
+    Column(
+        "First Seen",
+        priority=1,
+        description="The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+    ),
+    Column("Count", priority=1, description="The number of times this event has occurred."),
+    Column("Name", priority=1, format="name", description=_NAME_DOC),
+)
+
+
+def _core_event(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An events.k8s.io/v1 Event in core/v1 field names: the server converts both to one internal Event."""
+    return {
+        "metadata": obj.get("metadata"),
+        "involvedObject": obj.get("regarding"),
+        "reason": obj.get("reason"),
+        "message": obj.get("note"),
+        "type": obj.get("type"),
+        "source": obj.get("deprecatedSource"),
+        "firstTimestamp": obj.get("deprecatedFirstTimestamp"),
+        "lastTimestamp": obj.get("deprecatedLastTimestamp"),
+        "count": obj.get("deprecatedCount"),
+        "eventTime": obj.get("eventTime"),
+        "series": obj.get("series"),
+        "reportingComponent": obj.get("reportingController"),
+        "reportingInstance": obj.get("reportingInstance"),
+    }
+
+
+def event_row(event: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printEvent, of a core/v1 Event."""
+    meta, involved, source = _map(event.get("metadata")), _map(event.get("involvedObject")), _map(event.get("source"))
+    first = since(event.get("firstTimestamp"), now)
+    if instant_of(event.get("firstTimestamp")) is None:
+        first = since(event.get("eventTime"), now)
+    last = since(event.get("lastTimestamp"), now) if instant_of(event.get("lastTimestamp")) is not None else first
+    count = _int(event.get("count"))
+    series = event.get("series")
+    if isinstance(series, Mapping):
+        last = since(series.get("lastObservedTime"), now)
+        count = _int(series.get("count"))
+    elif count == 0:
+        count = 1  # singleton events of the new API carry no count
+    kind, name = str(involved.get("kind") or "").lower(), str(involved.get("name") or "")
+    component = str(source.get("component") or event.get("reportingComponent") or "")
+    instance = str(source.get("host") or event.get("reportingInstance") or "")
+    cells: Cells = [
+        last,
+        event.get("type") or "",
+        event.get("reason") or "",
+        f"{kind}/{name}" if name else kind,
+        involved.get("fieldPath") or "",
+        f"{component}, {instance}" if instance else component,
+        str(event.get("message") or "").strip(),
+        first,
+        count,
+        meta.get("name", ""),
+    ]
+    return cells, []
+
+
+def events_v1_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printEvent, of an events.k8s.io/v1 Event."""
+    return event_row(_core_event(obj), now)
+
+
+# ------------------------------------------------------------------ cluster objects
+
+NAMESPACE_COLUMNS: Final = (
+    Column("Name", format="name", description=_NAME_DOC),
+    Column("Status", description="The status of the namespace"),
+    Column("Age", description=_CREATED_DOC),
+)
+
+
+def namespace_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printNamespace."""
+    meta, status = _map(obj.get("metadata")), _map(obj.get("status"))
+    return [meta.get("name", ""), status.get("phase") or "", since(meta.get("creationTimestamp"), now)], []
+
+
+LEASE_COLUMNS: Final = (
+    Column("Name", format="name", description=_NAME_DOC),
+    Column(
+        "Holder",
+        description=(
+            "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election "
+            "is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field."
+        ),
+    ),
+    Column("Age", description=_CREATED_DOC),
+)
+
+
+def lease_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printLease."""
+    meta, spec = _map(obj.get("metadata")), _map(obj.get("spec"))
+    return [meta.get("name", ""), spec.get("holderIdentity") or "", since(meta.get("creationTimestamp"), now)], []
+
+
+PRIORITY_CLASS_COLUMNS: Final = (
+    Column("Name", format="name", description=_NAME_DOC),
+    Column(
+        "Value",
+        type="integer",
+        description=(
+            "value represents the integer value of this priority class. This is the actual priority that pods "
+            "receive when they have the name of this class in their pod spec."
+        ),
+    ),
+    Column(
+        "Global-Default",
+        type="boolean",
+        description=(
+            "globalDefault specifies whether this PriorityClass should be considered as the default priority for "
+            "pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. "
+            "However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the "
+            "smallest value of such global default PriorityClasses will be used as the default priority."
+        ),
+    ),
+    Column("Age", description=_CREATED_DOC),
+    Column(
+        "PreemptionPolicy",
+        description=(
+            "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, "
+            "PreemptLowerPriority. Defaults to PreemptLowerPriority if unset."
+        ),
+    ),
+)
+
+
+def priority_class_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
+    """printers.go printPriorityClass."""
+    meta = _map(obj.get("metadata"))
+    cells: Cells = [
+        meta.get("name", ""),
+        _int(obj.get("value")),
+        obj.get("globalDefault") is True,
+        since(meta.get("creationTimestamp"), now),
+        obj.get("preemptionPolicy") or "",
+    ]
+    return cells, []
+
+
 # ------------------------------------------------------------------ everything else
 
 # apiextensions-apiserver serves a custom resource without additionalPrinterColumns with these two.
@@ -419,6 +896,16 @@ def default_row(obj: Mapping[str, Any], now: float) -> tuple[Cells, Conditions]:
 _PRINTERS: Final = {
     ("v1", "Pod"): Printer(POD_COLUMNS, pod_row),
     ("v1", "Node"): Printer(NODE_COLUMNS, node_row),
+    ("v1", "Event"): Printer(EVENT_COLUMNS, event_row),
+    ("events.k8s.io/v1", "Event"): Printer(EVENT_COLUMNS, events_v1_row),
+    ("v1", "Namespace"): Printer(NAMESPACE_COLUMNS, namespace_row),
+    ("apps/v1", "Deployment"): Printer(DEPLOYMENT_COLUMNS, deployment_row),
+    ("apps/v1", "ReplicaSet"): Printer(REPLICASET_COLUMNS, replicaset_row),
+    ("apps/v1", "StatefulSet"): Printer(STATEFULSET_COLUMNS, statefulset_row),
+    ("apps/v1", "DaemonSet"): Printer(DAEMONSET_COLUMNS, daemonset_row),
+    ("policy/v1", "PodDisruptionBudget"): Printer(PDB_COLUMNS, pdb_row),
+    ("coordination.k8s.io/v1", "Lease"): Printer(LEASE_COLUMNS, lease_row),
+    ("scheduling.k8s.io/v1", "PriorityClass"): Printer(PRIORITY_CLASS_COLUMNS, priority_class_row),
 }
 _DEFAULT_PRINTER: Final = Printer(DEFAULT_COLUMNS, default_row)
 

@@ -20,7 +20,7 @@ from contract_support import pod, raw_request
 from servers import ServerUnderTest
 
 from descheduler.fakecluster.apiserver import FakeApiServer
-from descheduler.fakecluster.apiserver.printing import human_duration
+from descheduler.fakecluster.apiserver.printing import human_duration, selector_string
 
 KUBECTL_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
@@ -289,29 +289,22 @@ def test_a_table_pages_with_limit_and_continue_like_the_list(server: FakeApiServ
 @pytest.mark.parametrize(
     "path",
     [
-        "/apis/apps/v1/namespaces/default/deployments",
         "/apis/descheduler.dev/v1alpha1/podmigrationjobs",
-        "/api/v1/namespaces",
+        "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/elasticquotas",
     ],
 )
-def test_other_kinds_get_the_custom_resource_default_name_and_age(server: FakeApiServer, path: str) -> None:
+def test_custom_resources_get_the_default_name_and_age(server: FakeApiServer, path: str) -> None:
     server.store.load(
         [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "thing", "namespace": "default", "creationTimestamp": ago(3 * 3600)},
-                "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": {"spec": {"containers": []}}},
-            },
             {
                 "apiVersion": "descheduler.dev/v1alpha1",
                 "kind": "PodMigrationJob",
                 "metadata": {"name": "thing", "creationTimestamp": ago(3 * 3600)},
             },
             {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": "thing", "creationTimestamp": ago(3 * 3600)},
+                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                "kind": "ElasticQuota",
+                "metadata": {"name": "thing", "namespace": "default", "creationTimestamp": ago(3 * 3600)},
             },
         ]
     )
@@ -321,6 +314,290 @@ def test_other_kinds_get_the_custom_resource_default_name_and_age(server: FakeAp
         ("Age", "date", ""),
     ]
     assert row_of(body, "thing")["cells"] == ["thing", "3h"]
+
+
+# ------------------------------------------------------------------ built-in kinds beyond pods and nodes
+
+TEMPLATE = {
+    "metadata": {"labels": {"app": "web"}},
+    "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}, {"name": "log", "image": "fluent-bit:3"}]},
+}
+
+
+def columns(body: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(c["name"], c["priority"]) for c in body["columnDefinitions"]]
+
+
+def test_a_deployment_prints_ready_up_to_date_available_and_the_wide_cells(server: FakeApiServer) -> None:
+    server.store.load(
+        [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "default", "creationTimestamp": ago(3 * 3600)},
+                "spec": {
+                    "replicas": 3,
+                    "selector": {
+                        "matchLabels": {"app": "web"},
+                        "matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "edge"]}],
+                    },
+                    "template": TEMPLATE,
+                },
+                "status": {"replicas": 3, "readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2},
+            }
+        ]
+    )
+    body = table(server, "/apis/apps/v1/namespaces/default/deployments")
+    assert columns(body) == [
+        ("Name", 0),
+        ("Ready", 0),
+        ("Up-to-date", 0),
+        ("Available", 0),
+        ("Age", 0),
+        ("Containers", 1),
+        ("Images", 1),
+        ("Selector", 1),
+    ]
+    assert row_of(body, "web")["cells"] == [
+        "web",
+        "2/3",
+        3,
+        2,
+        "3h",
+        "web,log",
+        "nginx:1.27,fluent-bit:3",
+        "app=web,tier in (edge,front)",
+    ]
+
+
+def test_a_pdb_prints_min_available_max_unavailable_and_allowed_disruptions(server: FakeApiServer) -> None:
+    def pdb(name: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default", "creationTimestamp": ago(600)},
+            "spec": {"selector": {"matchLabels": {"app": name}}, **spec},
+            "status": {"disruptionsAllowed": 1},
+        }
+
+    server.store.load([pdb("web", minAvailable=2), pdb("api", maxUnavailable="25%")])
+    body = table(server, "/apis/policy/v1/namespaces/default/poddisruptionbudgets")
+    assert columns(body) == [
+        ("Name", 0),
+        ("Min Available", 0),
+        ("Max Unavailable", 0),
+        ("Allowed Disruptions", 0),
+        ("Age", 0),
+    ]
+    assert row_of(body, "web")["cells"] == ["web", "2", "N/A", 1, "10m"]
+    assert row_of(body, "api")["cells"] == ["api", "N/A", "25%", 1, "10m"]
+
+
+EVENT_COLUMNS = [
+    ("Last Seen", 0),
+    ("Type", 0),
+    ("Reason", 0),
+    ("Object", 0),
+    ("Subobject", 1),
+    ("Source", 1),
+    ("Message", 0),
+    ("First Seen", 1),
+    ("Count", 1),
+    ("Name", 1),
+]
+
+
+def test_an_event_prints_last_seen_type_reason_object_message_and_the_wide_cells(server: FakeApiServer) -> None:
+    server.store.load(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": "web-1.17f", "namespace": "default", "creationTimestamp": ago(600)},
+                "involvedObject": {"kind": "Pod", "name": "web-1", "fieldPath": "spec.containers{web}"},
+                "reason": "Evicted",
+                "message": "Evicted by the descheduler \n",
+                "type": "Normal",
+                "source": {"component": "descheduler", "host": "node-1"},
+                "count": 3,
+                "firstTimestamp": ago(600),
+                "lastTimestamp": ago(90),
+            }
+        ]
+    )
+    body = table(server, "/api/v1/namespaces/default/events")
+    assert columns(body) == EVENT_COLUMNS
+    assert body["rows"][0]["cells"] == [
+        "90s",
+        "Normal",
+        "Evicted",
+        "pod/web-1",
+        "spec.containers{web}",
+        "descheduler, node-1",
+        "Evicted by the descheduler",
+        "10m",
+        3,
+        "web-1.17f",
+    ]
+
+
+def test_an_events_k8s_io_event_prints_like_its_core_form(server: FakeApiServer) -> None:
+    server.store.load(
+        [
+            {
+                "apiVersion": "events.k8s.io/v1",
+                "kind": "Event",
+                "metadata": {"name": "web-1.180", "namespace": "default", "creationTimestamp": ago(120)},
+                "eventTime": ago(120).replace("Z", ".000000Z"),
+                "regarding": {"kind": "Pod", "name": "web-1"},
+                "reason": "Scheduled",
+                "note": "Successfully assigned default/web-1 to node-1",
+                "type": "Normal",
+                "action": "Binding",
+                "reportingController": "default-scheduler",
+                "reportingInstance": "default-scheduler-node-1",
+            }
+        ]
+    )
+    body = table(server, "/apis/events.k8s.io/v1/namespaces/default/events")
+    assert columns(body) == EVENT_COLUMNS
+    assert body["rows"][0]["cells"] == [
+        "2m",
+        "Normal",
+        "Scheduled",
+        "pod/web-1",
+        "",
+        "default-scheduler, default-scheduler-node-1",
+        "Successfully assigned default/web-1 to node-1",
+        "2m",
+        1,
+        "web-1.180",
+    ]
+
+
+def test_a_replica_set_a_stateful_set_and_a_daemon_set_print_their_replica_counts(server: FakeApiServer) -> None:
+    meta = {"namespace": "default", "creationTimestamp": ago(3600)}
+    selector = {"matchLabels": {"app": "web"}}
+    server.store.load(
+        [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": "web-5c8b6", **meta},
+                "spec": {"replicas": 4, "selector": selector, "template": TEMPLATE},
+                "status": {"replicas": 4, "readyReplicas": 3},
+            },
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": "db", **meta},
+                "spec": {"replicas": 2, "selector": selector, "serviceName": "db", "template": TEMPLATE},
+                "status": {"readyReplicas": 1},
+            },
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": "exporter", **meta},
+                "spec": {
+                    "selector": selector,
+                    "template": {**TEMPLATE, "spec": {**TEMPLATE["spec"], "nodeSelector": {"os": "linux"}}},
+                },
+                "status": {
+                    "desiredNumberScheduled": 5,
+                    "currentNumberScheduled": 5,
+                    "numberReady": 4,
+                    "updatedNumberScheduled": 5,
+                    "numberAvailable": 4,
+                },
+            },
+        ]
+    )
+    replicasets = table(server, "/apis/apps/v1/namespaces/default/replicasets")
+    assert [name for name, _ in columns(replicasets)] == [
+        "Name",
+        "Desired",
+        "Current",
+        "Ready",
+        "Age",
+        "Containers",
+        "Images",
+        "Selector",
+    ]
+    assert replicasets["rows"][0]["cells"] == [
+        "web-5c8b6",
+        4,
+        4,
+        3,
+        "60m",
+        "web,log",
+        "nginx:1.27,fluent-bit:3",
+        "app=web",
+    ]
+    statefulsets = table(server, "/apis/apps/v1/namespaces/default/statefulsets")
+    assert [name for name, _ in columns(statefulsets)] == ["Name", "Ready", "Age", "Containers", "Images"]
+    assert statefulsets["rows"][0]["cells"] == ["db", "1/2", "60m", "web,log", "nginx:1.27,fluent-bit:3"]
+    daemonsets = table(server, "/apis/apps/v1/namespaces/default/daemonsets")
+    assert daemonsets["rows"][0]["cells"] == [
+        "exporter",
+        5,
+        5,
+        4,
+        5,
+        4,
+        "os=linux",
+        "60m",
+        "web,log",
+        "nginx:1.27,fluent-bit:3",
+        "app=web",
+    ]
+
+
+def test_namespaces_leases_and_priority_classes_print_their_columns(server: FakeApiServer) -> None:
+    server.store.load(
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "creationTimestamp": ago(7200)}},
+            {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": "descheduler", "namespace": "default", "creationTimestamp": ago(7200)},
+                "spec": {"holderIdentity": "descheduler-0"},
+            },
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "serving", "creationTimestamp": ago(7200)},
+                "value": 1000,
+            },
+        ]
+    )
+    assert row_of(table(server, "/api/v1/namespaces"), "shop")["cells"] == ["shop", "Active", "120m"]
+    leases = table(server, "/apis/coordination.k8s.io/v1/namespaces/default/leases")
+    assert leases["rows"][0]["cells"] == ["descheduler", "descheduler-0", "120m"]
+    classes = table(server, "/apis/scheduling.k8s.io/v1/priorityclasses")
+    assert [name for name, _ in columns(classes)] == ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"]
+    assert row_of(classes, "serving")["cells"] == ["serving", 1000, False, "120m", "PreemptLowerPriority"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        (None, ""),
+        ({}, ""),
+        ({"matchLabels": {"b": "2", "a": "1"}}, "a=1,b=2"),
+        (
+            {
+                "matchExpressions": [
+                    {"key": "zone", "operator": "NotIn", "values": ["z2", "z1"]},
+                    {"key": "gpu", "operator": "Exists"},
+                    {"key": "spot", "operator": "DoesNotExist"},
+                ]
+            },
+            "gpu,!spot,zone notin (z1,z2)",
+        ),
+    ],
+)
+def test_selectors_print_as_label_selector_strings(selector: Any, expected: str) -> None:
+    assert selector_string(selector) == expected
 
 
 # ------------------------------------------------------------------ without as=Table
