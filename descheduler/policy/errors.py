@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import types
 from collections.abc import Mapping, Sequence
@@ -37,8 +38,13 @@ def _problem(detail: ErrorDetails, root: type[BaseModel], raw: Any) -> tuple[str
     kind, ctx, value = detail["type"], detail.get("ctx", {}), detail.get("input")
     path = walk.path()
     if kind == "extra_forbidden":
-        allowed = ", ".join(_aliases(walk.last_model)) if walk.last_model else ""
-        return path, f"unknown field; allowed: {allowed}" if allowed else "unknown field"
+        aliases = _aliases(walk.last_model) if walk.last_model else []
+        if not aliases:
+            return path, "unknown field"
+        key = str(walk.segments[-1]) if walk.segments else ""
+        typo = difflib.get_close_matches(key, aliases, n=1, cutoff=0.75)
+        hint = f"did you mean {typo[0]}? " if typo else ""
+        return path, f"unknown field; {hint}allowed: {', '.join(aliases)}"
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         tag = str(ctx.get("discriminator", "type")).strip("'")
         tags = ", ".join(_tags(walk.current, tag))

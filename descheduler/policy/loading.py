@@ -21,10 +21,28 @@ SCHEMA_ID = "https://descheduler.dev/schemas/policy.schema.json"
 
 def parse_policy(text: str, source: str = "<string>") -> Policy:
     """Validate a policy written as YAML or JSON; raise PolicyError listing every problem."""
+    if "\x00" in text:
+        raise PolicyError(source, [("", "not a text file (it holds NUL bytes)")])
     raw = _load_document(text, source)
     if not isinstance(raw, dict):
         got = "an empty document" if raw is None else f"a {type(raw).__name__}"
         raise PolicyError(source, [("", f"expected a map with apiVersion, kind, strategies, …; got {got}")])
+    peer = _PEER_KINDS.get((raw.get("apiVersion"), raw.get("kind")))
+    if peer is not None:
+        raise PolicyError(
+            source, [("", f"this is {peer}, not our policy: convert it with `descheduler policy convert {source}`")]
+        )
+    if (raw.get("apiVersion"), raw.get("kind")) == ("v1", "ConfigMap"):
+        raise PolicyError(
+            source,
+            [
+                (
+                    "",
+                    "this is a ConfigMap, not a policy: give the policy it holds (the text of its data key); "
+                    f"a peer's configuration inside one converts with `descheduler policy convert {source}`",
+                )
+            ],
+        )
     # The models default these for Python callers; a file must state what it is.
     missing = [(key, "required") for key in ("apiVersion", "kind") if key not in raw]
     try:
@@ -43,10 +61,25 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     try:
         with open(source, encoding="utf-8") as handle:
             text = handle.read()
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise PolicyError(source, [("", f"cannot read the file: {reason}")]) from None
+    except UnicodeDecodeError:
+        raise PolicyError(source, [("", "not a text file (it is not UTF-8)")]) from None
+    except OSError as err:
+        raise PolicyError(source, [("", f"cannot read the file: {err.strerror or err}")]) from None
     return parse_policy(text, source)
+
+
+# Configurations of the peers `descheduler policy convert` reads, by (apiVersion, kind).
+_PEER_KINDS: dict[tuple[Any, Any], str] = {
+    (
+        "descheduler/v1alpha2",
+        "DeschedulerPolicy",
+    ): "an upstream kubernetes-sigs/descheduler policy (descheduler/v1alpha2)",
+    (
+        "descheduler/v1alpha1",
+        "DeschedulerPolicy",
+    ): "an upstream kubernetes-sigs/descheduler policy (descheduler/v1alpha1)",
+    ("descheduler/v1alpha2", "DeschedulerConfiguration"): "a Koordinator koord-descheduler configuration",
+}
 
 
 @functools.cache

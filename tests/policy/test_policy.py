@@ -154,18 +154,37 @@ def test_unknown_field_is_rejected_with_its_path_and_the_allowed_names(
 ) -> None:
     [(where, message)] = problems(set_at(minimal(), path, 1))
     assert where == expected_path
-    assert message.startswith("unknown field; allowed: ")
-    assert an_allowed_name in message
+    assert message.startswith("unknown field; ")
+    assert an_allowed_name in message.split("allowed: ", 1)[1]
 
 
 @pytest.mark.parametrize(
-    ("path", "expected_path"),
-    [("dry_run", "dry_run"), ("strategies.0.args.node_fit", "strategies[0].args.node_fit")],
+    ("path", "suggested"),
+    [
+        ("dryrun", "dryRun"),
+        ("evictor.evictBarePod", "evictBarePods"),
+        ("strategies.0.args.highTreshold", "highThresholds"),
+        ("strategies.0.args.lowThreshold", "lowThresholds"),
+    ],
 )
-def test_a_file_must_use_camel_case_keys(path: str, expected_path: str) -> None:
+def test_a_typo_suggests_the_nearest_field(path: str, suggested: str) -> None:
+    [(_, message)] = problems(set_at(minimal(), path, 1))
+    assert message.startswith(f"unknown field; did you mean {suggested}? allowed: ")
+
+
+def test_a_field_near_no_allowed_name_gets_no_suggestion() -> None:
+    [(_, message)] = problems(set_at(minimal(), "strategies.0.surprise", 1))
+    assert message.startswith("unknown field; allowed: ")
+
+
+@pytest.mark.parametrize(
+    ("path", "expected_path", "camel_case"),
+    [("dry_run", "dry_run", "dryRun"), ("strategies.0.args.node_fit", "strategies[0].args.node_fit", "nodeFit")],
+)
+def test_a_file_must_use_camel_case_keys(path: str, expected_path: str, camel_case: str) -> None:
     [(where, message)] = problems(set_at(minimal(), path, True))
     assert where == expected_path
-    assert message.startswith("unknown field; allowed: ")
+    assert message.startswith(f"unknown field; did you mean {camel_case}? allowed: ")
 
 
 def test_python_code_may_use_snake_case_names() -> None:

@@ -225,3 +225,57 @@ CASES: dict[str, tuple[dict[str, Any], list[tuple[str, str]]]] = {
 @pytest.mark.parametrize(("doc", "expected"), CASES.values(), ids=CASES.keys())
 def test_every_rule_that_can_be_judged_is_reported(doc: dict[str, Any], expected: list[tuple[str, str]]) -> None:
     assert_reported(problems(doc), expected)
+
+
+# --- errors that point at the fix ------------------------------------------------------------
+
+PEER_FILES = {
+    "upstream v1alpha2": (
+        {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": []},
+        "this is an upstream kubernetes-sigs/descheduler policy (descheduler/v1alpha2), not our policy",
+    ),
+    "upstream v1alpha1": (
+        {"apiVersion": "descheduler/v1alpha1", "kind": "DeschedulerPolicy", "strategies": {}},
+        "this is an upstream kubernetes-sigs/descheduler policy (descheduler/v1alpha1), not our policy",
+    ),
+    "Koordinator": (
+        {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration", "profiles": []},
+        "this is a Koordinator koord-descheduler configuration, not our policy",
+    ),
+    "a ConfigMap": (
+        {"apiVersion": "v1", "kind": "ConfigMap", "data": {"policy.yaml": "x"}},
+        "this is a ConfigMap, not a policy: give the policy it holds",
+    ),
+}
+
+
+@pytest.mark.parametrize(("doc", "says"), PEER_FILES.values(), ids=PEER_FILES.keys())
+def test_validating_a_peers_file_says_what_it_is_and_names_policy_convert(doc: dict[str, Any], says: str) -> None:
+    [(path, message)] = problems(doc)
+    assert path == ""
+    assert message.startswith(says)
+    assert "`descheduler policy convert test.yaml`" in message
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", b"\xff\xfe\x00\x00binary", b"apiVersion: x\n\x00\x00"],
+    ids=["png", "not-utf8", "nul-bytes"],
+)
+def test_a_binary_file_is_not_a_text_file(tmp_path: Path, content: bytes) -> None:
+    from descheduler.policy import load_policy
+
+    file = tmp_path / "policy.yaml"
+    file.write_bytes(content)
+    with pytest.raises(PolicyError) as caught:
+        load_policy(file)
+    [(_, message)] = caught.value.problems
+    assert message.startswith("not a text file")
+
+
+def test_an_unknown_key_inside_evictable_namespaces_is_named() -> None:
+    namespaces = {"exclude": ["a"], "includ": ["b"]}
+    args = {"lowThresholds": {"cpu": 40}, "highThresholds": {"cpu": 70}, "evictableNamespaces": namespaces}
+    [(path, message)] = problems(lownodeload(args))
+    assert path == "strategies[0].args.evictableNamespaces.includ"
+    assert message.startswith("unknown field; did you mean include? allowed: include, exclude")
