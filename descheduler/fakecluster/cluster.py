@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from descheduler.fakecluster.apiserver import FakeApiServer, Store
+from descheduler.fakecluster.apiserver.clock import rfc3339
 from descheduler.fakecluster.apiserver.server import SYSTEM_NAMESPACES
 from descheduler.fakecluster.apiserver.watch import Watcher
 from descheduler.fakecluster.clock import SimClock
@@ -21,6 +22,8 @@ from descheduler.fakecluster.events import EventPlayer
 from descheduler.fakecluster.exporter import KubeletExporter
 from descheduler.fakecluster.kubelet import Kubelet
 from descheduler.fakecluster.metrics import Feed, MetricsPublisher
+from descheduler.fakecluster.nodes import registered_node
+from descheduler.fakecluster.pods import reported_pod
 from descheduler.fakecluster.scenario import LoadedScenario, MetricsServerFeed, NodeMetricFeed
 from descheduler.fakecluster.scheduler import Scheduler
 from descheduler.fakecluster.workloads import (
@@ -64,7 +67,8 @@ class SimulatedCluster:
         self.store = Store(clock=self.clock, pod_termination_delay=None)
         self.store.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in SYSTEM_NAMESPACES)
         # Scenario times keep their offsets from the scenario's origin, which becomes the clock's start.
-        self.store.load(_known(self.store, loaded.objects_at(self.began), loaded.source))
+        objects = _known(self.store, loaded.objects_at(self.began), loaded.source)
+        self.store.load(_as_reported(obj, self.began) for obj in objects)
         self.server = FakeApiServer(host=host, port=port, store=self.store)
         timing = scenario.timing
         self.events = EventPlayer(self.store, scenario.events, self.began)
@@ -255,6 +259,19 @@ class SimulatedCluster:
 def _feed(config: MetricsServerFeed | NodeMetricFeed | None) -> Feed | None:
     """The publisher's feed for a scenario's `timing.metricsServer` or `timing.nodeMetric`."""
     return None if config is None else Feed(config.interval_seconds, config.window, config.enabled)
+
+
+def _as_reported(obj: dict[str, Any], now: float) -> dict[str, Any]:
+    """A scenario's node or pod with the status its kubelet would have reported before `now`
+    (system info, condition times, container statuses), so kubectl shows what a real cluster shows;
+    other objects as they are. Done once here, so the kubelet's step has nothing more to do."""
+    if obj.get("apiVersion") != "v1":
+        return obj
+    if obj.get("kind") == "Node":
+        return registered_node(obj, now)
+    if obj.get("kind") == "Pod":
+        return reported_pod(obj, rfc3339(now))
+    return obj
 
 
 def _known(store: Store, objects: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:

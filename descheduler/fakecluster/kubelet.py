@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 
 from descheduler.fakecluster.apiserver import ApiError, Store
 from descheduler.fakecluster.apiserver.clock import parse_instant, rfc3339
-from descheduler.fakecluster.pods import Obj, is_terminal, pod_key, pod_requests, set_condition
+from descheduler.fakecluster.pods import (
+    Obj,
+    container_statuses,
+    is_terminal,
+    mark_containers_ready,
+    pod_key,
+    pod_requests,
+    set_condition,
+)
 from descheduler.fakecluster.usage import UsageModel, UsageSpec, models_for, unchanged_until, usage_units
 
 
@@ -91,24 +99,11 @@ class Kubelet:
                 set_condition(st, "Initialized", "True", when)
                 set_condition(st, "ContainersReady", "False", when)
                 set_condition(st, "Ready", "False", when)
-                st["containerStatuses"] = [
-                    {
-                        "name": c.get("name", ""),
-                        "ready": False,
-                        "restartCount": 0,
-                        "started": True,
-                        "image": c.get("image", ""),
-                        "imageID": "",
-                        "containerID": f"sim://{obj['metadata']['uid']}/{c.get('name', '')}",
-                        "state": {"running": {"startedAt": when}},
-                    }
-                    for c in (obj.get("spec") or {}).get("containers") or []
-                ]
+                st.update(container_statuses(obj, when, ready=False))
             if become_ready or (self.ready_delay == 0 and st.get("phase") == "Running"):
                 set_condition(st, "ContainersReady", "True", when)
                 set_condition(st, "Ready", "True", when)
-                for c in st.get("containerStatuses") or []:
-                    c["ready"] = True
+                mark_containers_ready(st)
 
         try:
             self.store.modify(

@@ -1,5 +1,11 @@
+from typing import Any
+
+import pytest
+
 from descheduler.fakecluster.apiserver import Store
+from descheduler.fakecluster.apiserver.printing import pod_row
 from descheduler.fakecluster.kubelet import Kubelet
+from descheduler.fakecluster.pods import container_id, container_statuses, reported_pod
 from descheduler.fakecluster.usage import ResourceModels, Series, UsageModel, UsageSpec
 
 from .conftest import T0, pod
@@ -79,3 +85,100 @@ def test_usage_held_per_period_changes_only_at_its_multiples(store: Store) -> No
             seen[name].append(kubelet.usage["default/p"].cpu)
     assert seen["held"] == [0, 0, 0, seen["free"][3], seen["free"][3], seen["free"][5]]
     assert seen["free"][1] > 0 and seen["free"][4] > seen["free"][3]  # without it, it changes between steps
+
+
+# ------------------------------------------------------------------ container statuses
+
+
+def _containers(store: Store, name: str) -> list[dict[str, Any]]:
+    statuses: list[dict[str, Any]] = store.get("pods", name, "default")["status"].get("containerStatuses") or []
+    return statuses
+
+
+def _printed_ready(store: Store, name: str) -> str:
+    cells, _ = pod_row(store.get("pods", name, "default"), T0)
+    return str(cells[1])
+
+
+def test_a_started_pod_reports_its_containers_running_and_not_yet_ready(store: Store) -> None:
+    store.load([pod("p", node_name="n1")])
+    kubelet = Kubelet(store, start_delay=0, ready_delay=5)
+    kubelet.step(T0)
+    [status] = _containers(store, "p")
+    assert status["name"] == "web"
+    assert status["state"] == {"running": {"startedAt": "2026-01-15T12:00:00Z"}}
+    assert (status["ready"], status["started"], status["restartCount"]) == (False, True, 0)
+    assert status["containerID"].startswith("containerd://")
+    assert _printed_ready(store, "p") == "0/1"
+
+
+def test_a_ready_pod_reports_its_containers_ready(store: Store) -> None:
+    store.load([pod("p", node_name="n1")])
+    kubelet = Kubelet(store, start_delay=0, ready_delay=5)
+    kubelet.step(T0)
+    kubelet.step(T0 + 5)
+    assert [c["ready"] for c in _containers(store, "p")] == [True]
+    assert _printed_ready(store, "p") == "1/1"
+
+
+def test_container_statuses_are_written_once_per_change_not_at_every_step(store: Store) -> None:
+    store.load([pod("p", node_name="n1")])
+    kubelet = Kubelet(store, start_delay=0, ready_delay=0)
+    kubelet.step(T0)
+    version = store.get("pods", "p", "default")["metadata"]["resourceVersion"]
+    for step in range(1, 20):
+        kubelet.step(T0 + step)
+    assert store.get("pods", "p", "default")["metadata"]["resourceVersion"] == version
+
+
+def test_a_sidecar_runs_beside_the_containers_and_an_init_container_has_completed() -> None:
+    obj = pod("p", node_name="n1", phase="Running", ready=True)
+    obj["metadata"]["uid"] = "u-1"
+    obj["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox"},
+        {"name": "proxy", "restartPolicy": "Always"},
+    ]
+    status = container_statuses(obj, "2026-01-15T12:00:00Z", ready=True)
+    setup, proxy = status["initContainerStatuses"]
+    assert setup["state"]["terminated"]["reason"] == "Completed"
+    assert (setup["ready"], setup["started"]) == (False, False)
+    assert (proxy["ready"], proxy["started"]) == (True, True)
+    obj["status"].update(status)
+    cells, _ = pod_row(obj, T0)
+    assert cells[1:3] == ["2/2", "Running"]
+
+
+def test_container_ids_differ_between_pods_and_containers_and_repeat_for_the_same() -> None:
+    a, b = pod("a"), pod("b")
+    a["metadata"]["uid"], b["metadata"]["uid"] = "u-a", "u-b"
+    assert container_id(a, "web") == container_id(a, "web")
+    assert len({container_id(a, "web"), container_id(a, "log"), container_id(b, "web")}) == 3
+
+
+@pytest.mark.parametrize(
+    ("phase", "ready", "expected"),
+    [
+        ("Running", True, ("1/1", "Running")),
+        ("Running", False, ("0/1", "Running")),
+        ("Succeeded", False, ("0/1", "Completed")),
+        ("Failed", False, ("0/1", "Error")),
+    ],
+)
+def test_a_loaded_pod_gets_the_container_statuses_of_its_phase_and_readiness(
+    phase: str, ready: bool, expected: tuple[str, str]
+) -> None:
+    obj = pod("p", node_name="n1", phase=phase, ready=ready)
+    obj["metadata"].update(uid="u-1", creationTimestamp="2026-01-15T11:00:00Z")
+    reported = reported_pod(obj, "2026-01-15T12:00:00Z")
+    cells, _ = pod_row(reported, T0)
+    assert tuple(cells[1:3]) == expected
+    state = reported["status"]["containerStatuses"][0]["state"]
+    assert "2026-01-15T11:00:00Z" in str(state)  # since creation: the pod has no startTime
+    assert "containerStatuses" not in obj["status"]  # the scenario's object is left as it was
+
+
+def test_a_loaded_pod_keeps_the_container_statuses_it_has_and_an_unbound_one_gets_none() -> None:
+    given = pod("p", node_name="n1", phase="Running", ready=True)
+    given["status"]["containerStatuses"] = [{"name": "web", "ready": False, "state": {"waiting": {"reason": "X"}}}]
+    assert reported_pod(given, "2026-01-15T12:00:00Z")["status"] == given["status"]
+    assert "containerStatuses" not in reported_pod(pod("q"), "2026-01-15T12:00:00Z")["status"]
