@@ -119,33 +119,66 @@ def policy_validate(file: Annotated[Path, typer.Argument(help="policy file to ch
 @policy_app.command("convert")
 def policy_convert(
     file: Annotated[
-        Path, typer.Argument(help="an upstream descheduler DeschedulerPolicy or a Koordinator DeschedulerConfiguration")
+        Path,
+        typer.Argument(
+            help="an upstream descheduler DeschedulerPolicy (v1alpha2 or v1alpha1) or a Koordinator "
+            "DeschedulerConfiguration, or a ConfigMap holding one"
+        ),
     ],
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="write the policy to this file (default: stdout)")
     ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", "-k", help="the ConfigMap data key to read (default: the first that holds one)"),
+    ] = None,
 ) -> None:
     """Convert a peer's configuration into our policy, with a comment on every field whose meaning changes.
 
-    The input's kind is detected (apiVersion descheduler/v1alpha2, kind DeschedulerPolicy or
-    DeschedulerConfiguration). Fields that cannot be carried over are all listed, and nothing is written.
-    Exit codes: 0 converted; 1 the file cannot be read or converted."""
-    from descheduler.convert import convert_text
+    The input's kind is detected from apiVersion and kind. A ConfigMap is read at the data key
+    that holds the configuration (the header names it). The profile that runs LowNodeUtilization
+    (or LowNodeLoad) is converted; every other plugin is left out and listed, on stderr and in the
+    header: it keeps running in the peer, which can run beside this one. Fields that cannot be
+    carried over are all listed, and nothing is written.
 
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise InputError(f"cannot read the file: {reason}", source=str(file)) from None
-    converted = convert_text(text, str(file))
+    Exit codes: 0 converted, nothing left out; 3 converted and written, with other plugins left out
+    (listed on stderr); 1 the file cannot be read or converted, nothing written."""
+    from descheduler.convert import EXIT_LEFT_OUT, convert_input
+
+    converted = convert_input(read_text_file(file), str(file), key)
     if output is None:
-        sys.stdout.write(converted)
-        return
+        sys.stdout.write(converted.text)
+    else:
+        try:
+            output.write_text(converted.text, encoding="utf-8")
+        except OSError as err:
+            raise InputError(f"cannot write the file: {err.strerror or err}", source=str(output)) from None
+        typer.echo(f"{file}: converted to {output}", err=True)
+    for place in converted.also_found:
+        typer.echo(f"{file}: also holds a configuration at {place}, not converted (choose it with --key)", err=True)
+    if converted.left_out:
+        typer.echo(
+            f"{file}: {len(converted.left_out)} plugin(s) left out, not converted: {converted.left_out_how}:",
+            err=True,
+        )
+        for item in converted.left_out:
+            typer.echo(f"  - {item.line()}", err=True)
+        raise typer.Exit(EXIT_LEFT_OUT)
+
+
+def read_text_file(file: Path) -> str:
+    """A file's text; a missing, unreadable or binary file is one InputError naming it."""
     try:
-        output.write_text(converted, encoding="utf-8")
+        data = file.read_bytes()
     except OSError as err:
-        raise InputError(f"cannot write the file: {err.strerror or err}", source=str(output)) from None
-    typer.echo(f"{file}: converted to {output}", err=True)
+        raise InputError(f"cannot read the file: {err.strerror or err}", source=str(file)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not a text file (it is not UTF-8)", source=str(file)) from None
+    if "\x00" in text:
+        raise InputError("not a text file (it holds NUL bytes)", source=str(file))
+    return text
 
 
 @policy_app.command("schema")

@@ -6,6 +6,7 @@ peer's document are strings as our policy errors write them (`profiles[0].plugin
 
 from __future__ import annotations
 
+import difflib
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,18 @@ from typing import Any
 from descheduler.policy.errors import join_path
 
 OutPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A plugin of the input that is not converted: where it is enabled, and what to do about it."""
+
+    path: str
+    plugin: str
+    advice: str
+
+    def line(self) -> str:
+        return f"{self.path}: {self.plugin} ({self.advice})"
 
 
 def out_path_text(path: OutPath) -> str:
@@ -31,6 +44,8 @@ class Conversion:
     `errors`: (input path, message) for every field that cannot be carried over.
     `origins[path]`: the input path a field of the output came from, so a problem the policy
     validation finds in the output is reported at the field the user wrote.
+    `left_out`: plugins not converted; `left_out_how`: what to do with them (keep them running in
+    the peer, beside us).
     """
 
     converted_from: str
@@ -39,6 +54,8 @@ class Conversion:
     notes: list[str] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     origins: dict[OutPath, str] = field(default_factory=dict)
+    left_out: list[LeftOut] = field(default_factory=list)
+    left_out_how: str = ""
 
     def set(self, path: OutPath, value: Any, origin: str | None = None, comment: str | None = None) -> None:
         """Set a field of our document (creating the maps above it), with where it came from."""
@@ -105,15 +122,32 @@ class Fields:
         return self.raw.get(key)
 
     def ignore(self, *keys: str) -> None:
-        """Keys that carry nothing for us and change nothing we do (read, dropped silently)."""
+        """Keys of the document's structure that say nothing about what moves (apiVersion, kind, names)."""
         self.read.update(keys)
+
+    def drop(self, key: str, why: str) -> None:
+        """A key that is not carried over because it changes nothing that moves; the header says so."""
+        self.read.add(key)
+        if key in self.raw:
+            self.conversion.notes.append(f"{self.at(key)}: not carried over ({why})")
 
     def unknown(self, meaning: str = "") -> None:
         """Every key not read is an error: it would be lost, and it may change what moves."""
         for key in self.raw:
-            if key not in self.read:
+            if key in self.read:
+                continue
+            typo = nearest(key, self.read)
+            if typo:
+                self.conversion.error(self.at(str(key)), f"unknown field{typo}")
+            else:
                 why = f": {meaning}" if meaning else ""
                 self.conversion.error(self.at(str(key)), f"no equivalent in our policy{why}")
+
+
+def nearest(key: Any, known: Iterable[str]) -> str:
+    """`; did you mean X?` for a key close to a known one (a typo), else an empty string."""
+    found = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.75)
+    return f"; did you mean {found[0]}?" if found else ""
 
 
 def mapping(value: Any, path: str, conversion: Conversion, what: str = "a map (key: value)") -> Mapping[str, Any]:

@@ -14,12 +14,13 @@ from typing import Any, Final
 
 from descheduler.convert.draft import Conversion, Fields, OutPath, items, mapping
 from descheduler.convert.fields import evictor_switches, thresholds
-from descheduler.convert.profiles import PluginConfig, Profile, read_profiles, unused_configs
+from descheduler.convert.profiles import PluginConfig, Profile, leave_out, read_profiles, unused_configs
 from descheduler.policy.errors import join_path
 
 API_VERSION: Final = "descheduler/v1alpha2"
 KIND: Final = "DeschedulerConfiguration"
 CONVERTED_FROM: Final = "a Koordinator koord-descheduler DeschedulerConfiguration (descheduler/v1alpha2)"
+PEER: Final = "koord-descheduler"
 LNL: Final = "LowNodeLoad"
 MIGRATION: Final = "MigrationController"
 EVICTOR: Final = "DefaultEvictor"
@@ -54,8 +55,6 @@ _SAME_MIGRATION: Final = {
     "maxMigratingGlobally": "maxMigratingGlobally",
     "maxMigratingPerNode": "maxMigratingPerNode",
     "maxMigratingPerNamespace": "maxMigratingPerNamespace",
-    "maxMigratingPerWorkload": "maxMigratingPerWorkload",
-    "maxUnavailablePerWorkload": "maxUnavailablePerWorkload",
     "objectLimiters": "objectLimiters",
 }
 
@@ -135,7 +134,10 @@ def _node_fit_of_evictor(conversion: Conversion, fields: Fields, node_fit: Any) 
 
 def _migration_controller(conversion: Conversion, config: PluginConfig) -> None:
     fields = Fields(config.args, config.path, conversion)
-    fields.ignore("apiVersion", "kind", "maxConcurrentReconciles")
+    fields.ignore("apiVersion", "kind")
+    fields.drop(
+        "maxConcurrentReconciles", "how many jobs Koordinator's controller reconciles at once; ours has one loop"
+    )
     if fields.take("paused") is True:
         conversion.error(fields.at("paused"), "a paused MigrationController moves nothing; set dryRun: true instead")
     if fields.take("dryRun") is True:
@@ -167,21 +169,45 @@ def _migration_controller(conversion: Conversion, config: PluginConfig) -> None:
             fields.at("skipCheckExpectedReplicas"), "no equivalent: our per-workload limits always read replicas"
         )
     _node_fit_of_evictor(conversion, fields, evictor_switches(fields))
+    _per_workload(conversion, fields)
     fields.unknown()
-    for key in ("maxMigratingPerWorkload", "maxUnavailablePerWorkload"):
-        if conversion.get(("migration", key)) is None:
-            conversion.set(
-                ("migration", key),
-                1,
-                comment=f"Koordinator's default {key} (1), written out: ours would scale with the replicas "
-                "(1 up to 3, 2 up to 10, then 10%)",
-            )
     conversion.set(
         ("migration", "cooldown"),
         "10m",
         comment="ours only (Koordinator has none): a moved workload is not moved again, and a source node is "
         "not a target, within it; 0s turns it off",
     )
+
+
+_PER_WORKLOAD: Final = ("maxMigratingPerWorkload", "maxUnavailablePerWorkload")
+# Koordinator's scale for an unset (or 0) per-workload limit, from
+# pkg/descheduler/controllers/migration/util/util.go GetMaxUnavailable (GetMaxMigrating is the same).
+_KOORD_SCALE: Final = (
+    "1 for a workload of fewer than 4 replicas, 2 for 4 to 10, 10% above, the 10% rounded down (11-19 replicas: 1)"
+)
+
+
+def _per_workload(conversion: Conversion, fields: Fields) -> None:
+    """maxMigratingPerWorkload / maxUnavailablePerWorkload, as Koordinator resolves them against the replicas."""
+    unset = []
+    for key in _PER_WORKLOAD:
+        value = fields.take(key)
+        if value is None or value == 0:
+            unset.append(key if value is None else f"{key} 0 (Koordinator reads 0 as unset)")
+            continue
+        comment = None
+        if isinstance(value, str) and value.strip().endswith("%"):
+            comment = (
+                f"{value} of the replicas: Koordinator rounds it down, and where that comes to 0 it uses its "
+                f"default scale ({_KOORD_SCALE}); ours rounds it up"
+            )
+        conversion.set(("migration", key), value, fields.at(key), comment=comment)
+    if unset:
+        conversion.comment(
+            ("migration",),
+            f"{', '.join(unset)} left unset, as in Koordinator: both scale with the workload's replicas. Koordinator: "
+            f"{_KOORD_SCALE}; ours, unset, the same except that it rounds the 10% up (11-19 replicas: 2)",
+        )
 
 
 def _number(value: Any) -> float | None:
@@ -200,8 +226,16 @@ def _number(value: Any) -> float | None:
 def _low_node_load(conversion: Conversion, profiles: list[Profile]) -> None:
     unused_configs(conversion, profiles, frozenset())
     runs = _running(profiles, LNL)
+    leave_out(conversion, profiles, runs[0][0] if runs else None, PEER, LNL)
     if not runs:
-        conversion.error("profiles", f"no profile enables {LNL} (plugins.balance.enabled): nothing to convert")
+        configured = [p.configs[LNL].path for p in profiles if LNL in p.configs]
+        hint = (
+            f"; {configured[0]} configures it, but Koordinator runs a plugin only where plugins.balance.enabled "
+            f"names it ({{name: {LNL}}}), so this configuration does not balance load"
+            if configured
+            else ""
+        )
+        conversion.error("profiles", f"no profile enables {LNL} (plugins.balance.enabled): nothing to convert{hint}")
         return
     for profile, _ in runs[1:]:
         conversion.error(profile.enabled[LNL], f"a second {LNL}: our policy has one LowNodeLoad strategy")
@@ -256,7 +290,15 @@ def _low_node_load(conversion: Conversion, profiles: list[Profile]) -> None:
         conversion.set(
             ("scheduling", "nodeMetricExpirationSeconds"), expiration, fields.at("nodeMetricExpirationSeconds")
         )
-    fields.ignore("detectorCacheTimeout")
+    cache_timeout = fields.take("detectorCacheTimeout")
+    if cache_timeout is not None:
+        conversion.comment(
+            (*_ARGS, "anomalyCondition"),
+            f"detectorCacheTimeout ({cache_timeout}, {fields.at('detectorCacheTimeout')}) is not carried over: "
+            "Koordinator forgets a node's count of hot cycles once the node was not seen hot for that long, and a "
+            "node that cools to between the thresholds keeps its count until then; ours counts again from 0 as "
+            "soon as the node is not hot",
+        )
     pools = items(fields.take("nodePools"), fields.at("nodePools"), conversion)
     for index, raw in enumerate(pools):
         at = join_path(fields.at("nodePools"), index)
@@ -333,6 +375,32 @@ def _thresholds(conversion: Conversion, fields: Fields, out: OutPath, low_value:
         conversion.comment((*out, "highThresholds"), comment)
 
 
+def debounce(given: int | None) -> tuple[int, str]:
+    """Our consecutiveAbnormalities for Koordinator's, and the comment saying why.
+
+    From pkg/descheduler/framework/plugins/loadaware/low_node_load.go (filterRealAbnormalNodes): with 1
+    the detector is skipped and a node is relieved on its first hot cycle; with N > 1 it is relieved
+    when it was hot MORE than N cycles in a row, on cycle N + 1. apis/config/v1alpha2/defaults.go
+    turns an unset or 0 count into 5.
+    """
+    if given == 1:
+        return 1, (
+            "Koordinator's consecutiveAbnormalities 1 skips its anomaly detector and relieves a node on its first "
+            "hot cycle; ours, 1, does too"
+        )
+    count = DEFAULT_ABNORMALITIES if given in (None, 0) else given
+    if given is None:
+        where = f"unset, Koordinator's default {count}"
+    elif given == 0:
+        where = f"0, which Koordinator's defaulting turns into {count}"
+    else:
+        where = f"{count}"
+    return count + 1, (
+        f"Koordinator's consecutiveAbnormalities ({where}) acts when a node was hot MORE than that many cycles "
+        f"in a row, on cycle {count + 1}; ours acts on the Nth, so {count + 1} here: relief starts on the same cycle"
+    )
+
+
 def _anomaly(conversion: Conversion, fields: Fields, out: OutPath, top: bool) -> None:
     raw = fields.take("anomalyCondition")
     if raw is None and not top:
@@ -342,15 +410,10 @@ def _anomaly(conversion: Conversion, fields: Fields, out: OutPath, top: bool) ->
     given = condition.take("consecutiveAbnormalities")
     dropped = [key for key in ("timeout", "consecutiveNormalities") if condition.take(key) is not None]
     condition.unknown()
-    count = DEFAULT_ABNORMALITIES if given is None else given
-    if not isinstance(count, int) or isinstance(count, bool):
-        conversion.error(condition.at("consecutiveAbnormalities"), f"must be a whole number, got {count!r}")
+    if given is not None and (not isinstance(given, int) or isinstance(given, bool) or given < 0):
+        conversion.error(condition.at("consecutiveAbnormalities"), f"must be a whole number ≥ 0, got {given!r}")
         return
-    where = f"{count}" if given is not None else f"unset, Koordinator's default {count}"
-    comment = (
-        f"Koordinator's consecutiveAbnormalities ({where}) acts when a node was hot MORE than that many cycles "
-        f"in a row, on cycle {count + 1}; ours acts on the Nth, so {count + 1} here: relief starts on the same cycle"
-    )
+    ours, comment = debounce(given)
     if dropped:
         comment += (
             f". Not carried over: {', '.join(dropped)} (Koordinator keeps a relieved node eligible a few cycles; "
@@ -358,7 +421,7 @@ def _anomaly(conversion: Conversion, fields: Fields, out: OutPath, top: bool) ->
         )
     conversion.set(
         (*out, "anomalyCondition"),
-        {"consecutiveAbnormalities": count + 1},
+        {"consecutiveAbnormalities": ours},
         condition.at("consecutiveAbnormalities") if given is not None else None,
         comment=comment,
     )

@@ -93,4 +93,13 @@ def _flow(value: Any) -> str:
 
 def _comment_lines(text: str, indent: int) -> list[str]:
     prefix = " " * indent + "# "
-    return textwrap.wrap(text, width=_WIDTH, initial_indent=prefix, subsequent_indent=prefix) or [prefix.rstrip()]
+    # Names hold hyphens and paths run long: wrap only at spaces, so each stays whole (and searchable).
+    wrapped = textwrap.wrap(
+        text,
+        width=_WIDTH,
+        initial_indent=prefix,
+        subsequent_indent=prefix,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+    return wrapped or [prefix.rstrip()]

@@ -11,14 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from descheduler.convert.draft import Conversion, Fields, OutPath, items, mapping
+from descheduler.convert.draft import Conversion, Fields, OutPath, items, mapping, nearest
 from descheduler.convert.fields import by_requests, evictor_switches, selector_from_text, thresholds
-from descheduler.convert.profiles import PluginConfig, Profile, read_profiles, unused_configs
+from descheduler.convert.profiles import PluginConfig, Profile, leave_out, read_profiles, unused_configs
 from descheduler.policy.errors import join_path
 
 API_VERSION: Final = "descheduler/v1alpha2"
 KIND: Final = "DeschedulerPolicy"
 CONVERTED_FROM: Final = "an upstream kubernetes-sigs/descheduler DeschedulerPolicy (descheduler/v1alpha2)"
+PEER: Final = "the upstream descheduler"
 LNU: Final = "LowNodeUtilization"
 EVICTOR: Final = "DefaultEvictor"
 _KNOWN_PLUGINS: Final = {
@@ -38,7 +39,19 @@ def convert_upstream(raw: Mapping[str, Any]) -> Conversion:
     """An upstream DeschedulerPolicy as our policy document, with comments and every problem."""
     conversion = Conversion(CONVERTED_FROM)
     top = Fields(raw, "", conversion)
-    top.ignore("apiVersion", "kind", "evictionFailureEventNotification", "metricsCollector")
+    top.ignore("apiVersion", "kind")
+    top.drop("evictionFailureEventNotification", "an Event when an eviction fails; ours records every failed move")
+    top.drop("metricsCollector", "how upstream collects metrics; our loadSource is written below")
+    policy_level(conversion, top)
+    _prometheus(conversion, top)
+    profiles = read_profiles(conversion, top.take("profiles"), top.at("profiles"), _KNOWN_PLUGINS, False)
+    top.unknown()
+    convert_profiles(conversion, profiles)
+    return conversion
+
+
+def policy_level(conversion: Conversion, top: Fields) -> None:
+    """The interval note, the eviction caps and the node selector: the same in v1alpha1 and v1alpha2."""
     conversion.notes.append(
         "interval: upstream's is a command-line flag (--descheduling-interval), not part of its policy; "
         "ours runs every 60s: set interval to yours"
@@ -50,15 +63,32 @@ def convert_upstream(raw: Mapping[str, Any]) -> Conversion:
     selector = top.take("nodeSelector")
     if selector is not None:
         _node_selector(conversion, selector, top.at("nodeSelector"))
-    _prometheus(conversion, top)
-    profiles = read_profiles(conversion, top.take("profiles"), top.at("profiles"), _KNOWN_PLUGINS, False)
-    top.unknown()
+
+
+def convert_profiles(
+    conversion: Conversion,
+    profiles: list[Profile],
+    evictor: PluginConfig | None = None,
+    missing: str = "",
+    removal: str = "",
+) -> None:
+    """The profile that runs LowNodeUtilization, with its DefaultEvictor; every other plugin is left out.
+
+    `evictor`: the DefaultEvictor args when they are not in the profile (v1alpha1 writes them at the top).
+    `missing`: what to say when no profile runs LowNodeUtilization; `removal`: how to stop upstream
+    running it (see `leave_out`).
+    """
     conversion.set(("strategies", 0, "name"), "LowNodeLoad")
-    node_fit = _evictor(conversion, profiles)
-    _low_node_utilization(conversion, profiles)
+    chosen = _lnu_profile(conversion, profiles, missing)
+    leave_out(conversion, profiles, chosen[0] if chosen else None, PEER, LNU, removal)
+    unused_configs(conversion, profiles, frozenset({EVICTOR}))
+    if evictor is None and chosen is not None:
+        evictor = chosen[0].configs.get(EVICTOR)
+    node_fit = _evictor(conversion, evictor)
+    if chosen is not None:
+        _low_node_utilization(conversion, *chosen)
     conversion.set((*_ARGS, "nodeFit"), bool(node_fit.value), node_fit.origin, comment=node_fit.comment)
     _pacing(conversion)
-    return conversion
 
 
 def _node_selector(conversion: Conversion, value: Any, path: str) -> None:
@@ -92,42 +122,48 @@ def _prometheus(conversion: Conversion, top: Fields) -> None:
         fields.unknown()
 
 
-def _configured(profiles: list[Profile], name: str) -> list[tuple[Profile, PluginConfig | None]]:
-    """Each profile that runs plugin `name`, with its pluginConfig; a config of a plugin not run is a note."""
-    found = []
-    for profile in profiles:
-        config = profile.configs.get(name)
-        if name in profile.enabled or name == EVICTOR:  # DefaultEvictor runs unless replaced
-            found.append((profile, config))
-    return found
+def _lnu_profile(conversion: Conversion, profiles: list[Profile], missing: str) -> tuple[Profile, PluginConfig] | None:
+    """The one profile that runs LowNodeUtilization, with its args; none, or a second, is an error."""
+    runs = [profile for profile in profiles if LNU in profile.enabled]
+    if not runs:
+        conversion.error(
+            "profiles", missing or f"no profile enables {LNU} (plugins.balance.enabled): nothing to convert"
+        )
+        return None
+    for profile in runs[1:]:
+        conversion.error(profile.enabled[LNU], f"a second {LNU}: our policy has one LowNodeLoad strategy")
+    config = runs[0].configs.get(LNU)
+    if config is None:
+        conversion.error(runs[0].enabled[LNU], f"{LNU} is enabled without pluginConfig args (thresholds are required)")
+        return None
+    return runs[0], config
 
 
 @dataclass(frozen=True, slots=True)
-class _NodeFit:
+class NodeFit:
     value: Any
     origin: str | None
     comment: str
 
 
-def _evictor(conversion: Conversion, profiles: list[Profile]) -> _NodeFit:
+def _evictor(conversion: Conversion, config: PluginConfig | None) -> NodeFit:
     """DefaultEvictor's args as our `evictor`; its nodeFit is LowNodeLoad's here."""
-    configs = [config for _, config in _configured(profiles, EVICTOR) if config is not None]
-    for extra in configs[1:]:
-        if extra.args != configs[0].args:
-            conversion.error(
-                extra.path,
-                f"our policy has one evictor for every strategy; these args differ from {configs[0].path}",
-            )
-    args = configs[0] if configs else PluginConfig(EVICTOR, {}, "")
+    args = config if config is not None else PluginConfig(EVICTOR, {}, "")
     fields = Fields(args.args, args.path, conversion)
     fields.ignore("apiVersion", "kind")
+    legacy = [key for key in _LEGACY_SWITCHES if fields.raw.get(key) is True]
     node_fit = evictor_switches(fields)
+    _pod_protections(conversion, fields, legacy)
     _min_replicas(conversion, fields)
     fields.unknown()
-    given = "unset: false" if node_fit is None else str(node_fit).lower()
-    return _NodeFit(
-        node_fit,
-        fields.at("nodeFit") if node_fit is not None else None,
+    return node_fit_of(node_fit, fields.at("nodeFit") if node_fit is not None else None)
+
+
+def node_fit_of(value: Any, origin: str | None) -> NodeFit:
+    given = "unset: false" if value is None else str(value).lower()
+    return NodeFit(
+        value,
+        origin,
         (
             f"DefaultEvictor nodeFit ({given}). Upstream: evict only "
             "pods that fit on some other node by requests, and the stock scheduler places the replacement. "
@@ -136,6 +172,107 @@ def _evictor(conversion: Conversion, profiles: list[Profile]) -> _NodeFit:
             "as upstream did"
         ),
     )
+
+
+# The deprecated DefaultEvictor booleans podProtections replaces (defaultevictor/types.go).
+_LEGACY_SWITCHES: Final = (
+    "evictLocalStoragePods",
+    "evictDaemonSetPods",
+    "evictSystemCriticalPods",
+    "ignorePvcPods",
+    "evictFailedBarePods",
+    "ignorePodsWithoutPDB",
+)
+
+
+def _pod_protections(conversion: Conversion, fields: Fields, legacy: list[str]) -> None:
+    """Upstream's podProtections (kubernetes-sigs/descheduler pkg/framework/plugins/defaultevictor/types.go).
+
+    Four protections are on by default (PodsWithLocalStorage, SystemCriticalPods, FailedBarePods,
+    DaemonSetPods), `defaultDisabled` turns them off; `extraEnabled` adds PodsWithPVC, PodsWithoutPDB,
+    PodsWithResourceClaims or PodsWithPDBBlockingSingleReplicaOwner.
+    """
+    path = fields.at("podProtections")
+    value = fields.take("podProtections")
+    if value is None:
+        return
+    protections = Fields(mapping(value, path, conversion), path, conversion)
+    disabled = items(protections.take("defaultDisabled"), protections.at("defaultDisabled"), conversion)
+    extra = items(protections.take("extraEnabled"), protections.at("extraEnabled"), conversion)
+    config = mapping(protections.take("config"), protections.at("config"), conversion)
+    protections.unknown()
+    if legacy and (disabled or extra):
+        # Upstream refuses the mix (defaultevictor/validation.go), so no upstream runs such a policy.
+        conversion.error(
+            path,
+            f"upstream refuses podProtections beside the deprecated {', '.join(legacy)} "
+            '("cannot use Deprecated fields alongside PodProtections"): keep one of the two',
+        )
+        return
+    for index, name in enumerate(disabled):
+        _default_disabled(conversion, str(name), join_path(protections.at("defaultDisabled"), index))
+    for index, name in enumerate(extra):
+        _extra_enabled(conversion, str(name), join_path(protections.at("extraEnabled"), index), config)
+    if config and "PodsWithPVC" not in [str(name) for name in extra]:
+        conversion.notes.append(f"{protections.at('config')}: not carried over (PodsWithPVC is not enabled)")
+
+
+_DEFAULT_PROTECTIONS: Final = ("PodsWithLocalStorage", "SystemCriticalPods", "FailedBarePods", "DaemonSetPods")
+_EXTRA_PROTECTIONS: Final = (
+    "PodsWithPVC",
+    "PodsWithoutPDB",
+    "PodsWithResourceClaims",
+    "PodsWithPDBBlockingSingleReplicaOwner",
+)
+
+
+def _default_disabled(conversion: Conversion, name: str, at: str) -> None:
+    if name == "PodsWithLocalStorage":
+        conversion.set(("evictor", "evictLocalStoragePods"), True, at, comment=f"{name} in defaultDisabled")
+    elif name == "SystemCriticalPods":
+        conversion.set(("evictor", "evictSystemCriticalPods"), True, at, comment=f"{name} in defaultDisabled")
+    elif name == "FailedBarePods":
+        conversion.set(
+            ("evictor", "evictBarePods"),
+            False,
+            at,
+            comment="FailedBarePods in defaultDisabled was not carried over: it only let failed bare pods be "
+            "evicted, and we never move a finished pod (nothing would run elsewhere); running bare pods stay "
+            "unmovable, as before",
+        )
+    elif name == "DaemonSetPods":
+        conversion.error(at, "we never move DaemonSet pods (they would come back); remove DaemonSetPods")
+    else:
+        allowed = ", ".join(_DEFAULT_PROTECTIONS)
+        conversion.error(
+            at, f"{name!r} is not a default protection upstream knows ({allowed}){nearest(name, _DEFAULT_PROTECTIONS)}"
+        )
+
+
+def _extra_enabled(conversion: Conversion, name: str, at: str, config: Mapping[str, Any]) -> None:
+    if name == "PodsWithPVC":
+        comment = None
+        pvc = mapping(config.get("PodsWithPVC"), f"{at}.config.PodsWithPVC", conversion)
+        if pvc.get("protectedStorageClasses"):
+            classes = ", ".join(
+                str(c.get("name")) if isinstance(c, Mapping) else str(c) for c in pvc["protectedStorageClasses"]
+            )
+            comment = (
+                f"PodsWithPVC with protectedStorageClasses ({classes}): upstream protected only pods whose claims "
+                "use those classes; ours protects every pod with a PersistentVolumeClaim (fewer pods move)"
+            )
+        conversion.set(("evictor", "ignorePvcPods"), True, at, comment=comment)
+    elif name == "PodsWithoutPDB":
+        conversion.error(at, "no equivalent: we move pods with or without a PodDisruptionBudget")
+    elif name == "PodsWithResourceClaims":
+        conversion.error(at, "no equivalent: our evictor has no switch for pods with ResourceClaims")
+    elif name == "PodsWithPDBBlockingSingleReplicaOwner":
+        conversion.error(at, "no equivalent: we never evict past a PodDisruptionBudget")
+    else:
+        allowed = ", ".join(_EXTRA_PROTECTIONS)
+        conversion.error(
+            at, f"{name!r} is not an extra protection upstream knows ({allowed}){nearest(name, _EXTRA_PROTECTIONS)}"
+        )
 
 
 def _min_replicas(conversion: Conversion, fields: Fields) -> None:
@@ -158,18 +295,7 @@ def _min_replicas(conversion: Conversion, fields: Fields) -> None:
         )
 
 
-def _low_node_utilization(conversion: Conversion, profiles: list[Profile]) -> None:
-    runs = _configured(profiles, LNU)
-    unused_configs(conversion, profiles, frozenset({EVICTOR}))
-    if not runs:
-        conversion.error("profiles", f"no profile enables {LNU} (plugins.balance.enabled): nothing to convert")
-        return
-    for profile, _ in runs[1:]:
-        conversion.error(profile.enabled[LNU], f"a second {LNU}: our policy has one LowNodeLoad strategy")
-    profile, config = runs[0]
-    if config is None:
-        conversion.error(profile.enabled[LNU], f"{LNU} is enabled without pluginConfig args (thresholds are required)")
-        return
+def _low_node_utilization(conversion: Conversion, profile: Profile, config: PluginConfig) -> None:
     conversion.origins[("strategies", 0)] = config.path
     conversion.comment(
         ("strategies", 0),
@@ -179,10 +305,10 @@ def _low_node_utilization(conversion: Conversion, profiles: list[Profile]) -> No
             "that uses none of the resources its node is hot on is not moved (upstream moved it)"
         ),
     )
-    _lnu_args(conversion, Fields(config.args, config.path, conversion))
+    lnu_args(conversion, Fields(config.args, config.path, conversion))
 
 
-def _lnu_args(conversion: Conversion, fields: Fields) -> None:
+def lnu_args(conversion: Conversion, fields: Fields) -> None:
     fields.ignore("apiVersion", "kind")
     measured = _metrics_utilization(conversion, fields)
     low = thresholds(conversion, fields.take("thresholds"), fields.at("thresholds"), (*_ARGS, "lowThresholds"))
