@@ -107,6 +107,7 @@ def hot_nodes_svg(title: str, hours: float, lines: Sequence[tuple[str, Sequence[
     return _svg(title, parts)
 
 
+LABEL_STEP = 11  # pixels between the labels of curves with points in one place
 LOG_SPAN = 30  # evictions are drawn on a log scale when the largest is this many times the smallest above 0
 
 
@@ -154,6 +155,7 @@ def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, floa
         f'<text x="14" y="{middle}" font-size="12" transform="rotate(-90 14 {middle})" text-anchor="middle">'
         "hot-node-minutes</text>",
     ]
+    stacked: dict[tuple[int, int], int] = {}  # labels drawn so far at a place (to the pixel)
     for i, (label, points) in enumerate(lines):
         colour, dash = COLOURS[(i + 1) % len(COLOURS)], DASHES[(i + 1) % len(DASHES)]
         dashed = f' stroke-dasharray="{dash}"' if dash else ""
@@ -162,6 +164,7 @@ def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, floa
             f'<polyline fill="none" stroke="{colour}" stroke-width="1.8"{dashed} points="{path}">'
             f"<title>{html.escape(label)}</title></polyline>"
         )
+        knobs: dict[tuple[int, int], list[str]] = {}  # this curve's knob values by place
         for e, h, knob, default in points:
             fill = colour if default else "#fff"
             tip = html.escape(f"{label} {knob}: {e:g} evictions, {h:.0f} hot-node-minutes")
@@ -169,9 +172,17 @@ def curves_svg(title: str, lines: Sequence[tuple[str, Sequence[tuple[float, floa
                 f'<circle cx="{x(float(e)):.1f}" cy="{y(float(h)):.1f}" r="{5 if default else 3.5}" '
                 f'fill="{fill}" stroke="{colour}" stroke-width="1.5"><title>{tip}</title></circle>'
             )
+            knobs.setdefault((round(x(float(e))), round(y(float(h)))), []).append(knob)
+        # One label per place and curve (every setting at 0 / 0 on a quiet day reads "0, 1, 2"); another
+        # curve's label at the same place goes on the next line, upwards (downwards near the top).
+        for (px, py), values in knobs.items():
+            n = stacked.get((px, py), 0)
+            stacked[(px, py)] = n + 1
+            ty = py - 6 - LABEL_STEP * n
+            if ty < TOP + 4:
+                ty = py + 16 + LABEL_STEP * n
             parts.append(
-                f'<text x="{x(float(e)) + 6:.1f}" y="{y(float(h)) - 6:.1f}" font-size="10" fill="{colour}">'
-                f"{html.escape(knob)}</text>"
+                f'<text x="{px + 6}" y="{ty}" font-size="10" fill="{colour}">{html.escape(", ".join(values))}</text>'
             )
         parts += _legend_entry(i, label, colour, dashed, 10)
     return _svg(title, parts)

@@ -493,6 +493,13 @@ def test_the_curve_chart_is_well_formed_svg_with_a_line_per_contender_and_the_de
     assert {t.text for t in root.findall(f"{ns}text")} >= {"evictions", "hot-node-minutes", "3"}
 
 
+def test_points_in_one_place_share_a_label_per_curve_and_curves_are_stacked() -> None:
+    ns = "{http://www.w3.org/2000/svg}"
+    svg = curves_svg("t", [("ours", [(0, 0, "a", True), (0, 0, "b", False)]), ("koord", [(0, 0, "c", True)])])
+    labels = {t.text: (t.get("x"), t.get("y")) for t in ET.fromstring(svg).findall(f"{ns}text")}
+    assert "a, b" in labels and "c" in labels and labels["a, b"] != labels["c"]
+
+
 def test_the_curve_chart_draws_evictions_on_a_log_scale_when_they_span_decades() -> None:
     ns = "{http://www.w3.org/2000/svg}"
 
