@@ -423,6 +423,7 @@ class Injector:
         self.faults: list[Fault] = []
         self.dropped: Counter[str] = Counter()
         self.on_node_deleted: Callable[[str], None] | None = None
+        self.on_reservation_deleted: Callable[[dict[str, Any]], None] | None = None
 
     def step(self, now: float) -> None:
         while self.schedule and self.schedule[0][0] <= now:
@@ -535,6 +536,8 @@ class Injector:
         if kind == "reservation-deleted":
             if not reservations:
                 return None
+            if self.on_reservation_deleted is not None:
+                self.on_reservation_deleted(job)
             store.delete(RESERVATIONS, reservations[0]["metadata"]["name"])
             return Fault(kind, now, f"{reservations[0]['metadata']['name']} of {name}", ended=now)
         if kind == "node-deleted":
@@ -632,6 +635,8 @@ class Auditor:
     lost_reported: set[str] = field(default_factory=set)
     with_node: dict[str, float] = field(default_factory=dict)  # workload -> when a fault deleted its node
     short_after_node_loss: list[str] = field(default_factory=list)
+    with_reservation: dict[str, float] = field(default_factory=dict)  # workload -> when a fault deleted its room
+    short_after_reservation_loss: list[str] = field(default_factory=list)
     healthy_before: dict[str, tuple[int, int, LabelSelector]] = field(default_factory=dict)
     ready_before: set[str] = field(default_factory=set)
     labels_before: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -737,8 +742,11 @@ class Auditor:
                 continue
             self.lost_reported.add(owner)
             detail = f"{owner}: {ready[owner]}/{want} ready for {now - since:.0f}s at {now:.0f}"
-            if since - self.with_node.get(owner, -math.inf) < 3600:  # short within an hour of it
-                self.short_after_node_loss.append(detail)  # the fault's doing, reported apart
+            # Short within an hour of a fault that took its room: the fault's doing, reported apart.
+            if since - self.with_node.get(owner, -math.inf) < 3600:
+                self.short_after_node_loss.append(detail)
+            elif since - self.with_reservation.get(owner, -math.inf) < 3600:
+                self.short_after_reservation_loss.append(detail)
             else:
                 self.violation("podsLost", detail)
 
@@ -761,15 +769,27 @@ class Auditor:
             headed = status.get("targetNode") == node or (status.get("reservationRef") or {}).get("name") in held
             if phase(job) in TERMINAL_PHASES or not headed:
                 continue
-            ref = (job.get("spec") or {}).get("podRef") or {}
-            namespace = ref.get("namespace", "")
-            workload = (status.get("workload") or {}).get("name")
-            if not workload:  # not started yet: the pod still runs and names its controller
-                with contextlib.suppress(ApiError):
-                    owner = controller_ref(self.store.get("pods", ref.get("name", ""), namespace))
-                    workload = owner.get("name") if owner else None
+            workload = self._workload_of(job)
             if workload:
-                self.with_node[f"{namespace}/{workload}"] = now
+                self.with_node[workload] = now
+
+    def reservation_deleted(self, job: dict[str, Any]) -> None:
+        """A fault deleted the Reservation of `job`'s move: once the pod is evicted, its replacement has
+        no room held for it and may wait for room elsewhere; that is the fault's doing."""
+        workload = self._workload_of(job)
+        if workload:
+            self.with_reservation[workload] = self.store.clock()
+
+    def _workload_of(self, job: dict[str, Any]) -> str | None:
+        """namespace/name of the workload `job` moves a pod of, from the job or its pod."""
+        ref = (job.get("spec") or {}).get("podRef") or {}
+        namespace = ref.get("namespace", "")
+        workload = ((job.get("status") or {}).get("workload") or {}).get("name")
+        if not workload:  # not started yet: the pod still runs and names its controller
+            with contextlib.suppress(ApiError):
+                owner = controller_ref(self.store.get("pods", ref.get("name", ""), namespace))
+                workload = owner.get("name") if owner else None
+        return f"{namespace}/{workload}" if workload else None
 
     def planned_on_unreadable(self, now: float, result: CycleResult, load_failed: bool) -> None:
         """A cycle that submitted moves although its load read failed, or with a source or target
@@ -828,6 +848,7 @@ def run_soak(options: SoakOptions, progress: Callable[[float], None] | None = No
         auditor = Auditor(world.cluster.store, world.faults, world.policy, options)
         injector = Injector(world, rng)
         injector.on_node_deleted = auditor.node_deleted
+        injector.on_reservation_deleted = auditor.reservation_deleted
         cluster = world.cluster
         end = cluster.now + options.hours * 3600
         cycles: Counter[str] = Counter()
@@ -931,6 +952,7 @@ def _figures(
         "evictions": len(auditor.evictions),
         "outcomes": dict(sorted(outcomes.items())),
         "workloadsShortAfterANodeWasDeleted": auditor.short_after_node_loss,
+        "workloadsShortAfterTheirReservationWasDeleted": auditor.short_after_reservation_loss,
         "invariants": {name: len(auditor.violations.get(name, [])) for name in zeros},
         "violations": {name: details[:10] for name, details in auditor.violations.items()},
         "readyAgainSeconds": seconds(lambda f: f.ready),
@@ -973,8 +995,10 @@ def render_soak(figures: dict[str, Any]) -> str:
         f"{figures['startsRefusedForAnInvalidPolicy']} replica starts refused while the policy file was invalid; "
         f"{figures['notRecovered']} faults not followed by a planning cycle before the end; "
         f"{len(figures['workloadsShortAfterANodeWasDeleted'])} workloads short for more than 5 min after a fault "
-        "deleted their node or their move's target node (no room elsewhere at the time; the fault's doing, "
-        "not counted as pods lost).",
+        "deleted their node or their move's target node, and "
+        f"{len(figures.get('workloadsShortAfterTheirReservationWasDeleted', []))} after a fault deleted the "
+        "Reservation holding their replacement's room (no room elsewhere at the time; the fault's doing, not "
+        "counted as pods lost).",
         "",
         "| fault | injected | back: median / max (s) | planning again: median / max (s) |",
         "|---|---|---|---|",

@@ -143,6 +143,26 @@ def test_a_workload_short_after_a_fault_deleted_its_node_is_reported_apart(serve
     assert auditor.short_after_node_loss == [f"default/web: 0/1 ready for 90s at {T0 + 90:.0f}"]
 
 
+def test_a_workload_short_after_a_fault_deleted_its_moves_reservation_is_reported_apart(server: FakeApiServer) -> None:
+    """The fault deletes the Reservation holding a move's room; once the pod is evicted, its replacement
+    may wait for room elsewhere. Another workload short without such a fault is still a pod lost."""
+    objects: list[dict[str, Any]] = [node("n1")]
+    jobs = {app: _job(f"move-{app}", f"{app}-0") for app in ("web", "db")}
+    for app, job in jobs.items():
+        rs = replicaset(app, 1)
+        objects += [rs, _running(f"{app}-0", owner=rs, app=app), job]
+    server.store.load(objects)
+    auditor = _auditor(server)
+    auditor.reservation_deleted(jobs["web"])  # not started yet: its workload is named by its pod
+    for app in ("web", "db"):
+        server.store.delete("pods", f"{app}-0", "default", grace_period_seconds=0)  # evicted, not replaced yet
+    auditor.after(T0, leaders=1)
+    auditor.after(T0 + 90, leaders=1)
+    assert [d.split(":")[0] for d in auditor.short_after_reservation_loss] == ["default/web"]
+    assert [d.split(":")[0] for d in auditor.violations["podsLost"]] == ["default/db"]
+    assert auditor.short_after_node_loss == []
+
+
 def test_every_move_headed_to_a_deleted_node_is_the_faults_doing(server: FakeApiServer) -> None:
     """The fault deletes one move's target; other moves headed there (by target or Reservation) lose
     their place too, and their workloads may stay short; a move elsewhere does not."""
