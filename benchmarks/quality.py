@@ -1128,7 +1128,7 @@ def summary(scenarios: list[dict[str, Any]]) -> dict[str, Any]:
     judged = [s for s in scenarios if "ours" in s["runs"]]
     for scenario in scenarios:
         # A part of a run made for --merge may hold only peers: nothing to judge until ours is merged in.
-        scenario["missed"] = verdict(scenario) if scenario in judged else [NOT_JUDGED]
+        scenario["missed"] = verdict(scenario) if "ours" in scenario["runs"] else [NOT_JUDGED]
     ratios = [s["runs"]["ours"]["ratio"] for s in judged if s["runs"]["ours"].get("ratio") is not None]
     share = [
         s["runs"]["ours"]["hotNodeMinutes"] / s["runs"]["off"]["hotNodeMinutes"]

@@ -7,7 +7,7 @@ victim and source order) the field carries a comment; what cannot be carried ove
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -243,10 +243,7 @@ def _default_disabled(conversion: Conversion, name: str, at: str) -> None:
     elif name == "DaemonSetPods":
         conversion.error(at, "we never move DaemonSet pods (they would come back); remove DaemonSetPods")
     else:
-        allowed = ", ".join(_DEFAULT_PROTECTIONS)
-        conversion.error(
-            at, f"{name!r} is not a default protection upstream knows ({allowed}){nearest(name, _DEFAULT_PROTECTIONS)}"
-        )
+        _unknown_protection(conversion, name, at, "a default", _DEFAULT_PROTECTIONS)
 
 
 def _extra_enabled(conversion: Conversion, name: str, at: str, config: Mapping[str, Any]) -> None:
@@ -269,10 +266,11 @@ def _extra_enabled(conversion: Conversion, name: str, at: str, config: Mapping[s
     elif name == "PodsWithPDBBlockingSingleReplicaOwner":
         conversion.error(at, "no equivalent: we never evict past a PodDisruptionBudget")
     else:
-        allowed = ", ".join(_EXTRA_PROTECTIONS)
-        conversion.error(
-            at, f"{name!r} is not an extra protection upstream knows ({allowed}){nearest(name, _EXTRA_PROTECTIONS)}"
-        )
+        _unknown_protection(conversion, name, at, "an extra", _EXTRA_PROTECTIONS)
+
+
+def _unknown_protection(conversion: Conversion, name: str, at: str, kind: str, known: Sequence[str]) -> None:
+    conversion.error(at, f"{name!r} is not {kind} protection upstream knows ({', '.join(known)}){nearest(name, known)}")
 
 
 def _min_replicas(conversion: Conversion, fields: Fields) -> None:
