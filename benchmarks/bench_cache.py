@@ -7,9 +7,9 @@ Each measurement runs in a fresh subprocess so its peak RSS is its own. Targets 
 issue 15): decode ≤ 5 s and ≤ 1 GiB RSS for the whole process (≤ 15 s and ≤ 2 GiB at 15,000
 nodes / 450,000 pods); ≥ 50,000 watch events applied per second. On a shared machine read the
 CPU seconds: wall time doubles while another process runs.
-The pods are the ones `benchmarks.fake_apiserver_load` seeds, plus what the real API server adds
-to every object (uid, resourceVersion, creationTimestamp, managedFields), so the JSON has a
-realistic size (~1.7 KB a pod: 243 MiB for 5,000 nodes and 150,000 pods).
+The pods are the ones `benchmarks.fake_apiserver_load` seeds, in the objects a real API server
+returns (`benchmarks.server_shapes`: managedFields, admission's defaults, the kubelet's status;
+~6.5 KB a pod in JSON).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 
 import msgspec
 
-from benchmarks.fake_apiserver_load import nodes as node_objects
-from benchmarks.fake_apiserver_load import pods as pod_objects
+from benchmarks.server_shapes import nodes as node_objects
+from benchmarks.server_shapes import pods as pod_objects
 from descheduler.kube import NODES, PODS, ClusterCache, KubeClient
 from descheduler.kube.gcpause import paused_gc
 from descheduler.kube.kinds import KINDS
@@ -39,43 +39,10 @@ from descheduler.snapshot import Snapshot
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 PAGE = 500
-MANAGED_FIELDS = [
-    {
-        "manager": "kube-controller-manager",
-        "operation": "Update",
-        "apiVersion": "v1",
-        "time": "2024-05-01T10:00:00Z",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {
-            "f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}, "f:tier": {}}},
-            "f:spec": {"f:containers": {'k:{"name":"main"}': {".": {}, "f:image": {}, "f:resources": {}}}},
-        },
-    },
-    {
-        "manager": "kubelet",
-        "operation": "Update",
-        "apiVersion": "v1",
-        "time": "2024-05-01T10:00:05Z",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {"f:status": {"f:conditions": {}, "f:phase": {}, "f:podIP": {}, "f:qosClass": {}}},
-        "subresource": "status",
-    },
-]
 
 
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def realistic(objects: Iterator[dict[str, Any]], start_rv: int = 1000) -> Iterator[dict[str, Any]]:
-    """Objects as the API server returns them: with resourceVersion, uid, creationTimestamp, managedFields."""
-    for i, obj in enumerate(objects):
-        meta = obj["metadata"]
-        meta.setdefault("uid", f"22222222-0000-0000-0000-{i:012d}")
-        meta.setdefault("creationTimestamp", "2024-05-01T10:00:00Z")
-        meta["resourceVersion"] = str(start_rv + i)
-        meta["managedFields"] = MANAGED_FIELDS
-        yield obj
 
 
 def list_pages(objects: Iterator[dict[str, Any]], list_kind: str) -> Iterator[bytes]:
@@ -101,8 +68,8 @@ def fill_cache(cache: ClusterCache, n_nodes: int, n_pods: int) -> tuple[float, f
     returns (wall and CPU seconds spent decoding and applying, JSON bytes)."""
     spent, cpu, size = 0.0, 0.0, 0
     for name, objects, list_kind in (
-        (NODES, realistic(node_objects(n_nodes)), "NodeList"),
-        (PODS, realistic(pod_objects(n_pods, n_nodes)), "PodList"),
+        (NODES, node_objects(n_nodes), "NodeList"),
+        (PODS, pod_objects(n_pods, n_nodes), "PodList"),
     ):
         kind = KINDS[name]
         listed = Listed()
@@ -141,7 +108,7 @@ def bench_decode(args: argparse.Namespace) -> dict[str, Any]:
 def event_lines(n_events: int, n_pods: int, n_nodes: int) -> list[bytes]:
     """MODIFIED events (status and label changes) for existing pods, with ADDED and DELETED mixed in."""
     lines = []
-    for i, pod in enumerate(realistic(pod_objects(n_events, n_nodes), start_rv=10_000_000)):
+    for i, pod in enumerate(pod_objects(n_events, n_nodes, start_rv=10_000_000)):
         if i % 10 == 9:
             event = "DELETED"
         elif i % 10 == 8:
@@ -194,8 +161,8 @@ def bench_server(args: argparse.Namespace) -> dict[str, Any]:
     from descheduler.fakecluster.apiserver import FakeApiServer
 
     with FakeApiServer() as server:
-        server.store.load(realistic(node_objects(args.nodes)))
-        server.store.load(realistic(pod_objects(args.pods, args.nodes)))
+        server.store.load(node_objects(args.nodes))
+        server.store.load(pod_objects(args.pods, args.nodes))
         gc.freeze()  # the seeded store is long-lived: keep the GC from re-walking it
         rss_server = peak_rss_mib()
         client = KubeClient(server.configuration(), qps=0, burst=0, timeout=120)

@@ -399,15 +399,14 @@ def child_memory() -> dict[str, Sample]:
     import gc
     import tempfile
 
-    from benchmarks.bench_cache import realistic
-    from benchmarks.fake_apiserver_load import nodes as node_objects
-    from benchmarks.fake_apiserver_load import pods as pod_objects
+    from benchmarks.server_shapes import nodes as node_objects
+    from benchmarks.server_shapes import pods as pod_objects
     from descheduler.fakecluster.apiserver import FakeApiServer
 
     nodes, pods = _size()
     with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
-        server.store.load(realistic(node_objects(nodes)))
-        server.store.load(realistic(pod_objects(pods, nodes)))
+        server.store.load(node_objects(nodes))
+        server.store.load(pod_objects(pods, nodes))
         server.store.load(node_metrics(nodes, pods))
         gc.freeze()
         kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")

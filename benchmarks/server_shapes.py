@@ -1,0 +1,103 @@
+"""Pods and nodes shaped as a real kube-apiserver returns them, for the benchmarks that decode lists,
+watch events and snapshot files.
+
+`shapes/pod.json` and `shapes/node.json` are one pod and one node read from the real control plane
+(../shared/kube) by tests/realcluster/test_real_shapes.py, which writes them and checks them: a
+Deployment's pod made by kube-controller-manager, bound by kube-scheduler and reported Running by
+the kubelet stand-in, with the managedFields of each, the token volume, tolerations and defaults
+that admission adds, and the conditions and container statuses a kubelet writes; a Node with the
+status a kubelet reports on registration. `pods` and `nodes` put the generated cluster's names,
+owners, labels, requests and placement (`benchmarks.fake_apiserver_load`) into copies of them, so
+the cluster is the same one the benchmarks always planned on, in the objects a real server sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from benchmarks.fake_apiserver_load import nodes as generated_nodes
+from benchmarks.fake_apiserver_load import pods as generated_pods
+
+SHAPES = Path(__file__).resolve().parent / "shapes"
+Obj = dict[str, Any]
+
+
+def key_paths(obj: Any) -> frozenset[str]:
+    """Every dict key's path in `obj` (list items share their list's path, `[]`); a managed field
+    set (`fieldsV1`) counts as one value: its keys name the object's fields, not the shape."""
+    out: set[str] = set()
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else str(key)
+                out.add(where)
+                if key != "fieldsV1":
+                    walk(item, where)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, path + "[]")
+
+    walk(obj, "")
+    return frozenset(out)
+
+
+@cache
+def _template(kind: str) -> bytes:
+    """The shape file, encoded once: decoding it is the cheapest deep copy."""
+    return msgspec.json.encode(msgspec.json.decode((SHAPES / f"{kind}.json").read_bytes()))
+
+
+def pods(count: int, node_count: int, start_rv: int = 1000) -> Iterator[Obj]:
+    """`fake_apiserver_load.pods(count, node_count)`, each in a copy of the real server's pod."""
+    template = _template("pod")
+    for i, made in enumerate(generated_pods(count, node_count)):
+        pod: Obj = msgspec.json.decode(template)
+        meta, given = pod["metadata"], made["metadata"]
+        owner = given["ownerReferences"][0]
+        meta.update(
+            name=given["name"],
+            generateName=f"{owner['name']}-",
+            namespace=given["namespace"],
+            uid=given["uid"],
+            resourceVersion=str(start_rv + i),
+            labels=given["labels"],
+            annotations=given["annotations"],
+            ownerReferences=given["ownerReferences"],
+        )
+        spec, status = pod["spec"], pod["status"]
+        spec["nodeName"] = made["spec"]["nodeName"]
+        spec["priority"] = made["spec"]["priority"]
+        statuses = status["containerStatuses"]
+        for container, wanted, state in zip(spec["containers"], made["spec"]["containers"], statuses, strict=True):
+            container.update(name=wanted["name"], image=wanted["image"], resources=wanted["resources"])
+            state.update(name=wanted["name"], image=wanted["image"])
+        status["podIP"] = made["status"]["podIP"]
+        status["podIPs"] = [{"ip": made["status"]["podIP"]}]
+        yield pod
+
+
+def nodes(count: int, start_rv: int = 1) -> Iterator[Obj]:
+    """`fake_apiserver_load.nodes(count)`, each in a copy of the real server's node."""
+    template = _template("node")
+    for i, made in enumerate(generated_nodes(count)):
+        node: Obj = msgspec.json.decode(template)
+        meta, given, name = node["metadata"], made["metadata"], made["metadata"]["name"]
+        meta.update(
+            name=name,
+            uid=f"33333333-0000-0000-0000-{i:012d}",
+            resourceVersion=str(start_rv + i),
+            labels={**meta["labels"], **given["labels"]},
+        )
+        status = node["status"]
+        status["capacity"], status["allocatable"] = made["status"]["capacity"], made["status"]["allocatable"]
+        status["addresses"] = [
+            {"type": "InternalIP", "address": f"10.0.{i >> 8 & 255}.{i & 255}"},
+            {"type": "Hostname", "address": name},
+        ]
+        yield node
