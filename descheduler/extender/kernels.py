@@ -172,7 +172,13 @@ def locate(
 ) -> tuple[int, IntArray, IntArray, IntArray]:
     """(FOUND, rows, starts, ends) for a compact JSON array of known names (`["a","b"]`: no spaces, no
     escapes, no empty name), name i being raw[starts[i]:ends[i]]; (NOT_COMPACT or UNKNOWN_NAME, ...)
-    otherwise. `words` is `words_view(raw)`; `cap`: at most this many names (more: NOT_COMPACT)."""
+    otherwise. `words` is `words_view(raw)`; `cap`: at most this many names (more: NOT_COMPACT).
+
+    In passes over all the names: read and hash them, then each table read for all of them at once (the
+    slot, then the row's offsets, then its bytes). The names come in random order, so after the thread
+    slept between requests most of these reads miss the cache; reads that do not wait for one another
+    are overlapped by the processor. Name by name, each read waiting for the one before, took 1.3x as
+    long after a 2 ms sleep and 1.8x with the caches flushed (5,000 names)."""
     n = raw.size
     rows = np.empty(cap, np.int64)
     starts = np.empty(cap, np.int64)
@@ -180,6 +186,7 @@ def locate(
     mask = np.uint64(slots.size - 1)
     if n < 4 or raw[0] != 91 or raw[n - 1] != 93:  # [ ]
         return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
+    first = np.empty(cap, np.int64)  # each name's first slot, then its row's offset in the table
     count = 0
     i = 1
     while True:
@@ -187,10 +194,34 @@ def locate(
             return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
         start = i + 1
         end = _next_special(words, start, n)
-        if end >= n - 1 or raw[end] != 34 or end == start:
+        if end >= n - 1 or raw[end] != 34 or end == start or count == cap:
             return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
-        length = end - start
-        s = _hash(words, start, end) & mask
+        first[count] = _hash(words, start, end) & mask
+        starts[count] = start
+        ends[count] = end
+        count += 1
+        after = raw[end + 1]
+        if after == 93:  # ]
+            if end + 2 != n:
+                return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
+            break
+        if after != 44:  # ,
+            return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
+        i = end + 2
+    for k in range(count):
+        rows[k] = slots[first[k]]
+    lengths = np.empty(count, np.int64)  # of the first slot's row; -1 when that slot is empty
+    for k in range(count):
+        row = rows[k]
+        at = offsets[max(row, 0)]
+        first[k] = at
+        lengths[k] = offsets[max(row, 0) + 1] - at if row >= 0 else -1
+    for k in range(count):
+        start, length = starts[k], ends[k] - starts[k]
+        if lengths[k] == length and _same(words, start, table, first[k], length):
+            continue
+        # Not at its first slot: a collision, or a name the table does not know.
+        s = _hash(words, start, ends[k]) & mask
         found = -1
         while True:
             row = slots[s]
@@ -203,20 +234,7 @@ def locate(
             s = (s + np.uint64(1)) & mask
         if found < 0:
             return UNKNOWN_NAME, rows[:0], starts[:0], ends[:0]
-        if count == cap:
-            return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
-        rows[count] = found
-        starts[count] = start
-        ends[count] = end
-        count += 1
-        after = raw[end + 1]
-        if after == 93:  # ]
-            if end + 2 != n:
-                return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
-            break
-        if after != 44:  # ,
-            return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
-        i = end + 2
+        rows[k] = found
     return FOUND, rows[:count], starts[:count], ends[:count]
 
 
