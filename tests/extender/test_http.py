@@ -196,7 +196,12 @@ def test_a_failure_inside_the_extender_is_a_500_for_that_request_only(extender: 
 
 @pytest.mark.parametrize(
     ("version", "connection", "stays_open"),
-    [("HTTP/1.1", None, True), ("HTTP/1.1", "close", False), ("HTTP/1.0", None, False), ("HTTP/1.0", "keep-alive", True)],
+    [
+        ("HTTP/1.1", None, True),
+        ("HTTP/1.1", "close", False),
+        ("HTTP/1.0", None, False),
+        ("HTTP/1.0", "keep-alive", True),
+    ],
 )
 def test_the_connection_header_and_version_decide_keep_alive(
     server: ExtenderServer, version: str, connection: str | None, stays_open: bool
