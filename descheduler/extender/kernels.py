@@ -265,22 +265,27 @@ def _failed_map(
     out_bytes: ByteArray,
     p: int,
     reason: IntArray,
-    rows: IntArray,
-    keyed: WordArray,
-    keyed_offsets: IntArray,
+    raw: WordArray,
+    starts: IntArray,
+    ends: IntArray,
     texts: WordArray,
     text_offsets: IntArray,
     hopeless: BoolArray,
     unresolvable: bool,
 ) -> int:
     """At `p`: the FailedNodesMap of the positions whose reason's `hopeless` is `unresolvable`, each
-    entry row's `,"name":` piece of `keyed` and its reason's JSON string of `texts`. Returns its end."""
+    entry `,"name":` (the name's bytes and quotes copied from `raw`) and its reason's JSON string of
+    `texts`. Returns its end."""
     first = p
     for i in range(reason.size):
         r = reason[i]
         if r >= 0 and hopeless[r] == unresolvable:
-            p = _piece(out, p, keyed, keyed_offsets, rows[i])
-            p = _piece(out, p, texts, text_offsets, r)
+            out_bytes[p] = 44  # ,
+            length = ends[i] - starts[i] + 2  # the name and its quotes
+            _copy(out, p + 1, raw, starts[i] - 1, length)
+            p += length + 1
+            out_bytes[p] = 58  # :
+            p = _piece(out, p + 1, texts, text_offsets, r)
     if p == first:
         p += 1
     out_bytes[first] = 123  # {, over the first entry's comma
@@ -298,84 +303,105 @@ def filter_answer(
     starts: IntArray,
     ends: IntArray,
     reason: IntArray,
-    rows: IntArray,
-    keyed: WordArray,
-    keyed_offsets: IntArray,
     texts: WordArray,
     text_offsets: IntArray,
     hopeless: BoolArray,
-) -> tuple[int, int, int]:
+    rows: IntArray,
+    kept: IntArray,
+) -> tuple[int, int, int, int]:
     """An ExtenderFilterResult into `out` (a words view of `out_bytes`, sized by the caller for the
     request's names and every failed entry): the names whose `reason` is -1 copied from the compact
-    NodeNames array whose words are `raw` (name i at starts[i]:ends[i]), then the failed rows in the
-    FailedNodes or FailedAndUnresolvableNodes map as their reason's `hopeless` says. `literals` holds
-    the four fixed parts (up to NodeNames, up to FailedNodes, up to FailedAndUnresolvableNodes, the
-    end). Returns (its length, where the NodeNames array starts and ends); (-1, 0, 0) when `out` is
-    too short."""
+    NodeNames array whose words are `raw` (name i at starts[i]:ends[i]), then the others, copied from
+    it too, in the FailedNodes or FailedAndUnresolvableNodes map as their reason's `hopeless` says.
+    `literals` holds the four fixed parts (up to NodeNames, up to FailedNodes, up to
+    FailedAndUnresolvableNodes, the end). Returns (its length, where the NodeNames array starts and
+    ends, how many names passed); (-1, 0, 0, 0) when `out` is too short. For the names that passed,
+    `kept` (3 × names) gets their `rows`, then where each starts in `out`, then where it ends."""
     need = literal_offsets[4] + 6  # the fixed parts, the brackets, and the braces of two empty maps
     for i in range(starts.size):
         r = reason[i]
         if r < 0:
             need += ends[i] - starts[i] + 3
         else:
-            need += keyed_offsets[rows[i] + 1] - keyed_offsets[rows[i]] + text_offsets[r + 1] - text_offsets[r]
-    if need + 8 > out_bytes.size:
-        return -1, 0, 0  # no write past `out`
+            need += ends[i] - starts[i] + 4 + text_offsets[r + 1] - text_offsets[r]
+    if need + 8 > out_bytes.size or kept.size < 3 * starts.size:
+        return -1, 0, 0, 0  # no write past `out` or `kept`
     p = _piece(out, 0, literals, literal_offsets, 0)
     names = p
     out_bytes[p] = 91  # [
     p += 1
-    for i in range(starts.size):
+    n = starts.size
+    count = 0
+    for i in range(n):
         if reason[i] < 0:
             length = ends[i] - starts[i] + 3  # "name" and the comma (or bracket) after it
             _copy(out, p, raw, starts[i] - 1, length)
+            kept[count] = rows[i]
+            kept[n + count] = p + 1
+            kept[2 * n + count] = p + length - 2
+            count += 1
             p += length
     if p == names + 1:
         p += 1
     out_bytes[p - 1] = 93  # ], over the last comma
     names_end = p
     p = _piece(out, p, literals, literal_offsets, 1)
-    p = _failed_map(out, out_bytes, p, reason, rows, keyed, keyed_offsets, texts, text_offsets, hopeless, False)
+    p = _failed_map(out, out_bytes, p, reason, raw, starts, ends, texts, text_offsets, hopeless, False)
     p = _piece(out, p, literals, literal_offsets, 2)
-    p = _failed_map(out, out_bytes, p, reason, rows, keyed, keyed_offsets, texts, text_offsets, hopeless, True)
+    p = _failed_map(out, out_bytes, p, reason, raw, starts, ends, texts, text_offsets, hopeless, True)
     p = _piece(out, p, literals, literal_offsets, 3)
-    return p, names, names_end
+    return p, names, names_end, count
+
+
+_HOST = np.uint64(int.from_bytes(b'{"Host":', "little"))
+_SCORE = np.uint64(int.from_bytes(b',"Score"', "little"))
+_COLON_ONE_ZERO = np.uint64(int.from_bytes(b":10},", "little"))
+_COLON_DIGIT = np.uint64(int.from_bytes(b":0},", "little"))  # plus the score << 8
 
 
 @_compiled
-def host_priorities(prefixes: WordArray, offsets: IntArray, rows: IntArray, scores: IntArray, out: WordArray) -> int:
-    """Into `out` (a words view of at least rows × (longest prefix + 4) + 2 bytes): the HostPriorityList
-    `[{"Host":"name","Score":7},...]`, row r's `{"Host":"name","Score":` being bytes
-    offsets[r]:offsets[r+1] of `prefixes`. Returns its length; -1 when `out` is too short or a score is
-    not 0-10 (the extender range)."""
+def host_priorities(raw: WordArray, starts: IntArray, ends: IntArray, scores: IntArray, out: WordArray) -> int:
+    """Into `out` (a words view of at least the names' bytes + 23 a name + 2 bytes): the
+    HostPriorityList `[{"Host":"name","Score":7},...]`, name i (with its quotes) copied from the
+    compact NodeNames array whose words are `raw` (name i at starts[i]:ends[i]): read in order, not
+    gathered by table row from pre-encoded pieces (those random reads took ~4x as long after the thread
+    slept). Returns its length; -1 when `out` is too short or a score is not 0-10 (the extender range)."""
     out[0] = _OPEN
     p = 1
-    for i in range(rows.size):
-        a = offsets[rows[i]]
-        length = offsets[rows[i] + 1] - a
-        if p + length + 4 >= out.size:
+    for i in range(starts.size):
+        length = ends[i] - starts[i] + 2  # the name and its quotes
+        if p + length + 23 >= out.size:
             return -1  # `out` is too short: no write past it
-        _copy(out, p, prefixes, a, length)
-        p += length
+        out[p] = _HOST
+        _copy(out, p + 8, raw, starts[i] - 1, length)
+        p += length + 8
+        out[p] = _SCORE
+        p += 8
         score = scores[i]
         if score < 0 or score > 10:
             return -1
-        if score == 10:  # "10},"
-            out[p] = np.uint64(0x2C7D3031)
+        if score == 10:
+            out[p] = _COLON_ONE_ZERO
+            p += 5
+        else:
+            out[p] = _COLON_DIGIT + (np.uint64(score) << np.uint64(8))
             p += 4
-        else:  # "7},"
-            out[p] = np.uint64(0x2C7D30) + np.uint64(score)
-            p += 3
     if p == 1:
         p = 2
     out[p - 1] = _CLOSE
     return p
 
 
-def output(size: int) -> tuple[bytearray, WordArray]:
-    """A zeroed buffer of `size` bytes and padding, and the words view a kernel writes through."""
-    buffer = bytearray(size + PADDING)
-    return buffer, np.ndarray((size + PADDING - 7,), dtype="<u8", buffer=buffer, strides=(1,))
+def output(size: int) -> tuple[npt.NDArray[np.uint8], WordArray]:
+    """A buffer of `size` bytes and padding (not zeroed: a kernel writes every byte it answers
+    with), and the words view a kernel writes through."""
+    buffer = np.empty(size + PADDING, dtype=np.uint8)
+    return buffer, words_of(buffer)
+
+
+def words_of(buffer: npt.NDArray[np.uint8] | bytearray) -> WordArray:
+    """The writable words view of `buffer` at every byte offset, as `words_view` reads bytes."""
+    return np.ndarray((len(buffer) - 7,), dtype="<u8", buffer=buffer, strides=(1,))
 
 
 def _warm() -> None:
@@ -385,23 +411,22 @@ def _warm() -> None:
     slots = build_slots(index, offsets, np.ones(1, dtype=np.bool_), 4)
     raw = b'["ab"]'
     _, rows, starts, ends = locate(np.frombuffer(raw, dtype=np.uint8), words_view(raw), index, offsets, slots, 2)
-    literals, keyed, texts = Pieces.of([b"{", b"", b"", b"}"]), Pieces.of([b',"ab":']), Pieces.of([b'"no"'])
+    literals, texts = Pieces.of([b"{", b"", b"", b"}"]), Pieces.of([b'"no"'])
     buffer, out = output(64)
     reason, hopeless = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
     filter_answer(
         out,
-        np.frombuffer(buffer, dtype=np.uint8),
+        buffer,
         literals.words,
         literals.offsets,
         words_view(raw),
         starts,
         ends,
         reason,
-        rows,
-        keyed.words,
-        keyed.offsets,
         texts.words,
         texts.offsets,
         hopeless,
+        rows,
+        np.empty(3, dtype=np.int64),
     )
-    host_priorities(words_view(b"ab"), offsets, rows, rows, output(16)[1])
+    host_priorities(words_view(raw), starts, ends, rows, output(32)[1])

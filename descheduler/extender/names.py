@@ -29,7 +29,8 @@ IntArray = npt.NDArray[np.int64]
 @dataclass(frozen=True, slots=True)
 class NameSpans:
     """Where each name of a raw NodeNames array sits: `raw[starts[i]:ends[i]]` is name i, unquoted;
-    `words` is `kernels.words_view(raw)`, read again to write the filter's answer."""
+    `words` is `kernels.words_view(raw)` (or the words of an answer holding the array), read again to
+    write the answers."""
 
     starts: IntArray
     ends: IntArray

@@ -277,10 +277,10 @@ class Extender:
                 decision = refuse_everywhere(candidates.rows.size, over_quota)
             else:
                 decision = state.shapes.filter(request.pod, state.view, candidates.rows)
-        texts = [msgspec.json.encode(protocol.printable(text)) for text in decision.reasons]
+        texts, pieces = state.reason_texts(decision.reasons)
         if candidates.spans is not None:  # a compact array of known names: the answer written in one pass
-            answer, names = state.filter_answer(candidates.spans, candidates.rows, decision, texts)
-            state.remember(names, _subset(candidates, decision.passed))
+            answer, names, answered = state.filter_answer(candidates.spans, candidates.rows, decision, pieces)
+            state.remember(names, answered)
             return answer
         # Names the table does not know pass (as a node without metrics does), unless the pod was
         # steered to its Reservation: then every other node is refused.
@@ -311,14 +311,14 @@ class Extender:
         with state.lock:
             state.asked_about(request.pod)
             node_scores = state.shapes.scores(request.pod, state.view, candidates.rows)
-        if not candidates.unknown:
-            return state.host_priorities(candidates.rows, node_scores)
-        # Names the table lacks score 0 in their places: each HostPriority as two pre-encoded pieces.
-        assert candidates.positions is not None
+        if candidates.spans is not None:  # a compact array of known names, or our filter's answer
+            return state.host_priorities(candidates.spans, node_scores)
+        # Otherwise each HostPriority as two pre-encoded pieces; names the table lacks score 0 in their places.
         pieces = np.empty(2 * candidates.size, dtype=object)
         hosts, scored = pieces[0::2], pieces[1::2]
-        hosts[candidates.positions] = state.hosts.take(candidates.rows)
-        scored[candidates.positions] = state.scored.take(node_scores)
+        known = candidates.positions if candidates.positions is not None else slice(None)
+        hosts[known] = state.hosts.take(candidates.rows)
+        scored[known] = state.scored.take(node_scores)
         for position, quoted in candidates.unknown:
             hosts[position], scored[position] = b'{"Host":' + quoted + b',"Score":', state.scored[0]
         return b"[" + b"".join(pieces.tolist())[:-1] + b"]"

@@ -2,8 +2,10 @@
 
 A `ClusterState` is built once per refresh, off the request path: the node table, a view that
 assumed bindings are written into, the node names indexed for bulk lookup (`names.NameIndex`),
-and every per-node piece of a response already JSON-encoded, so answering a request is NumPy
-indexing and one `bytes.join`, never a loop over nodes in Python.
+and every per-node piece of a response already JSON-encoded, so answering a request is never a loop
+over nodes in Python. A compact NodeNames array (as kube-scheduler writes it) is answered by the
+compiled kernels, which copy each name from the request's own bytes in order; other requests are
+answered with NumPy indexing and one `bytes.join` of the pieces.
 
 Each state carries its own lock: a decision and a change to the view (a binding, a Reservation)
 exclude each other, so an answer never sees half a binding. Replacing the state takes no lock a
@@ -25,7 +27,7 @@ import numpy.typing as npt
 from descheduler.extender import kernels
 from descheduler.extender.decisions import FilterDecision
 from descheduler.extender.names import NameIndex, NameSpans
-from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY
+from descheduler.extender.protocol import MAX_EXTENDER_PRIORITY, printable
 from descheduler.extender.shapes import Shapes
 from descheduler.model import MigrationJob, Pod, Reservation
 from descheduler.scheduling.quota import QuotaBook
@@ -41,6 +43,7 @@ from descheduler.scheduling.view import ClusterView
 ObjectArray = npt.NDArray[np.object_]
 
 CANDIDATE_CACHE_SIZE = 64
+REASON_LISTS = 256  # lists of reason texts kept encoded; all dropped when full
 INCOMING_POD_LOADS = 4096
 
 
@@ -85,10 +88,8 @@ class ClusterState:
         hosts = [b'{"Host":' + q + b',"Score":' for q in quoted]
         self.hosts: ObjectArray = _objects(hosts)
         self.scored: ObjectArray = _objects([str(s).encode() + b"}," for s in range(MAX_EXTENDER_PRIORITY + 1)])
-        # The same pieces back to back, for the kernels.
-        self.host_pieces = kernels.Pieces.of(hosts)
-        self.keyed_pieces = kernels.Pieces.of(keyed)
         self._candidates: OrderedDict[tuple[int, bytes, bytes], tuple[bytes, Candidates]] = OrderedDict()
+        self._reason_texts: dict[tuple[str, ...], tuple[list[bytes], kernels.Pieces]] = {}
         self._incoming: OrderedDict[str, str] = OrderedDict()  # pod key -> uid, of pods asked about
         self.shapes = Shapes()  # answers kept per pod shape; every change to the view or table is told to it
         self.released: set[str] = set()  # UIDs of pods gone whose requests the view no longer counts
@@ -145,45 +146,56 @@ class ClusterState:
             while len(self._candidates) > CANDIDATE_CACHE_SIZE:
                 self._candidates.popitem(last=False)
 
-    def host_priorities(self, rows: IntArray, scores: IntArray) -> bytes:
-        """The HostPriorityList of these rows (all known names) with these scores."""
-        hosts = self.host_pieces
-        buffer, out = kernels.output(rows.size * (hosts.longest + 4) + 2)
-        size = kernels.host_priorities(hosts.words, hosts.offsets, rows, scores, out)
-        assert size >= 0, "sized for the longest entry, scores 0-10"
-        return bytes(memoryview(buffer)[:size])
+    def host_priorities(self, spans: NameSpans, scores: IntArray) -> bytes:
+        """The HostPriorityList of the names at `spans` (all known) with these scores."""
+        buffer, out = kernels.output(spans.words.size + 23 * spans.starts.size + 2)
+        size = kernels.host_priorities(spans.words, spans.starts, spans.ends, scores, out)
+        assert size >= 0, "sized for every name, scores 0-10"
+        return buffer[:size].tobytes()
 
     def filter_answer(
-        self, spans: NameSpans, rows: IntArray, decision: FilterDecision, texts: list[bytes]
-    ) -> tuple[bytes, bytes]:
-        """(The ExtenderFilterResult, its NodeNames array) for a compact NodeNames array of known names
-        (`spans`, table `rows`): the names that passed in request order, each failed one in FailedNodes
-        or FailedAndUnresolvableNodes with its reason; `texts`: the decision's reasons as JSON strings."""
-        reasons = kernels.Pieces.of(texts)
-        keyed = self.keyed_pieces
-        failed = int(np.count_nonzero(decision.reason >= 0))
-        buffer, out = kernels.output(
-            _ANSWER.offsets[-1] + spans.words.size + failed * (keyed.longest + reasons.longest) + 8
-        )
-        size, start, end = kernels.filter_answer(
+        self, spans: NameSpans, rows: IntArray, decision: FilterDecision, reasons: kernels.Pieces
+    ) -> tuple[bytes, bytes, Candidates]:
+        """(The ExtenderFilterResult, its NodeNames array, those names as candidates) for a compact
+        NodeNames array of known names (`spans`, table `rows`): the names that passed in request order,
+        each failed one in FailedNodes or FailedAndUnresolvableNodes with its reason; `reasons`: the
+        decision's reasons as JSON strings (`reason_texts`). The candidates' spans point into the
+        answer's own bytes, so the prioritize call that sends those names back is answered from them
+        without finding them again."""
+        n = rows.size
+        buffer, out = kernels.output(_ANSWER.offsets[-1] + 2 * spans.words.size + n * reasons.longest + 8)
+        kept = np.empty(3 * n, dtype=np.int64)
+        size, start, end, count = kernels.filter_answer(
             out,
-            np.frombuffer(buffer, dtype=np.uint8),
+            buffer,
             _ANSWER.words,
             _ANSWER.offsets,
             spans.words,
             spans.starts,
             spans.ends,
             decision.reason,
-            rows,
-            keyed.words,
-            keyed.offsets,
             reasons.words,
             reasons.offsets,
             np.array(decision.unresolvable, dtype=np.bool_),
+            rows,
+            kept,
         )
         assert size >= 0, "sized for every name and every failed entry"
-        answer = memoryview(buffer)
-        return bytes(answer[:size]), bytes(answer[start:end])
+        passed = NameSpans(kept[n : n + count], kept[2 * n : 2 * n + count], out)
+        answer, names = buffer[:size].tobytes(), buffer[start:end].tobytes()
+        return answer, names, Candidates(kept[:count], None, (), count, passed)
+
+    def reason_texts(self, reasons: Sequence[str]) -> tuple[list[bytes], kernels.Pieces]:
+        """A decision's reasons as JSON strings, and the same back to back for the kernels; kept per
+        list of reasons (a pod shape's recur request after request)."""
+        key = tuple(reasons)
+        found = self._reason_texts.get(key)
+        if found is None:
+            if len(self._reason_texts) >= REASON_LISTS:
+                self._reason_texts.clear()
+            texts = [msgspec.json.encode(printable(text)) for text in reasons]
+            found = self._reason_texts[key] = (texts, kernels.Pieces.of(texts))
+        return found
 
     def asked_about(self, pod: Pod) -> None:
         """Bound the table's per-pod load cache for pods that are not in the snapshot (one per request)."""

@@ -116,8 +116,8 @@ def test_a_filter_answer_is_written_as_json_would_write_it(
     located = table_state.names.locate(raw)
     assert located is not None
     decision = FilterDecision(reason, REASON_TEXTS, [], hopeless)
-    texts = [msgspec.json.encode(text) for text in REASON_TEXTS]
-    answer, passed = table_state.filter_answer(located.spans, located.rows, decision, texts)
+    texts = kernels.Pieces.of([msgspec.json.encode(text) for text in REASON_TEXTS])
+    answer, passed, kept = table_state.filter_answer(located.spans, located.rows, decision, texts)
     failed = [(n, r) for n, r in zip(names, reason.tolist(), strict=True) if r >= 0]
     expected = {
         "Nodes": None,
@@ -128,33 +128,38 @@ def test_a_filter_answer_is_written_as_json_would_write_it(
     }
     assert answer == msgspec.json.encode(expected)
     assert passed == msgspec.json.encode(expected["NodeNames"])
+    # The names that passed, as candidates: their rows, and spans pointing at them in the bytes written
+    # (a word's low byte is its first).
+    assert kept.rows.tolist() == located.rows[reason < 0].tolist() and kept.spans is not None
+    cuts = zip(kept.spans.starts, kept.spans.ends, strict=True)
+    written = [(kept.spans.words[a:b] & 0xFF).astype(np.uint8).tobytes() for a, b in cuts]
+    assert [w.decode() for w in written] == expected["NodeNames"]
 
 
 def test_a_filter_answer_refuses_a_buffer_too_short_to_hold_it() -> None:
     kernels.load()
-    literals, keyed, texts = (kernels.Pieces.of(p) for p in ([b"{", b"", b"", b"}"], [b',"ab":'], [b'"no"']))
+    literals, texts = kernels.Pieces.of([b"{", b"", b"", b"}"]), kernels.Pieces.of([b'"no"'])
     raw = b'["ab"]'
-    buffer, out = kernels.output(8)
-    starts, ends = np.array([2], dtype=np.int64), np.array([4], dtype=np.int64)
-    zero = np.zeros(1, dtype=np.int64)
+    buffer = np.zeros(16, dtype=np.uint8)  # the answer takes 13 bytes, and 8 more that a kernel may write past it
+    starts, ends, zero = np.array([2]), np.array([4]), np.zeros(1, dtype=np.int64)
+    kept = np.zeros(3, dtype=np.int64)
     written = kernels.filter_answer(
-        out,
-        np.frombuffer(buffer, dtype=np.uint8),
+        kernels.words_of(buffer),
+        buffer,
         literals.words,
         literals.offsets,
         kernels.words_view(raw),
         starts,
         ends,
-        zero,
-        zero,
-        keyed.words,
-        keyed.offsets,
+        zero - 1,
         texts.words,
         texts.offsets,
         np.zeros(1, dtype=np.bool_),
+        zero,
+        kept,
     )
-    assert written == (-1, 0, 0)
-    assert bytes(buffer) == bytes(len(buffer))
+    assert written == (-1, 0, 0, 0)
+    assert not buffer.any() and not kept.any()
 
 
 # --- the extender's answers through the fast path and the slow one ------------------------------
@@ -392,10 +397,30 @@ def test_numbered_names_spread_over_the_table_without_growing_it(pattern: str) -
 @given(st.lists(st.tuples(st.integers(0, len(TABLE) - 1), st.integers(0, 10)), max_size=30))
 def test_a_host_priority_list_is_written_as_json_would_write_it(pairs: list[tuple[int, int]]) -> None:
     kernels.load()
-    prefixes = [b'{"Host":' + msgspec.json.encode(name) + b',"Score":' for name in TABLE]
-    offsets = np.cumsum([0, *map(len, prefixes)], dtype=np.int64)
-    rows = np.array([row for row, _ in pairs], dtype=np.int64)
-    scores = np.array([score for _, score in pairs], dtype=np.int64)
-    buffer, out = kernels.output(rows.size * (max(map(len, prefixes)) + 4) + 2)
-    size = kernels.host_priorities(kernels.words_view(b"".join(prefixes)), offsets, rows, scores, out)
-    assert bytes(buffer[:size]) == msgspec.json.encode([{"Host": TABLE[row], "Score": score} for row, score in pairs])
+    names = [TABLE[row] for row, _ in pairs]
+    located = NameIndex(TABLE).locate(compact(names))
+    assert located is not None
+    spans, scores = located.spans, np.array([score for _, score in pairs], dtype=np.int64)
+    buffer, out = kernels.output(len(compact(names)) + 23 * len(pairs) + 2)
+    size = kernels.host_priorities(spans.words, spans.starts, spans.ends, scores, out)
+    expected = [{"Host": name, "Score": score} for name, (_, score) in zip(names, pairs, strict=True)]
+    assert buffer[:size].tobytes() == msgspec.json.encode(expected)
+
+
+@pytest.mark.parametrize("score", [-1, 11])
+def test_a_host_priority_list_refuses_a_score_outside_0_to_10(score: int) -> None:
+    located = NameIndex(TABLE).locate(compact(["a"]))
+    assert located is not None
+    spans = located.spans
+    _, out = kernels.output(64)
+    assert kernels.host_priorities(spans.words, spans.starts, spans.ends, np.array([score]), out) == -1
+
+
+def test_a_host_priority_list_refuses_a_buffer_too_short_to_hold_it() -> None:
+    located = NameIndex(TABLE).locate(compact(["nine-char", "a"]))
+    assert located is not None
+    spans = located.spans
+    buffer = np.zeros(40 + kernels.PADDING, dtype=np.uint8)
+    scores = np.array([1, 2])
+    assert kernels.host_priorities(spans.words, spans.starts, spans.ends, scores, kernels.words_of(buffer)) == -1
+    assert not buffer[40:].any()
