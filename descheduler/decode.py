@@ -207,6 +207,10 @@ class RawPod(_Raw):
     status: RawPodStatus = msgspec.field(default_factory=RawPodStatus)
 
 
+class RawNamespace(_Raw):
+    metadata: RawObjectMeta = msgspec.field(default_factory=RawObjectMeta)
+
+
 class RawTaint(_Raw):
     key: str
     value: str = ""
@@ -410,8 +414,20 @@ def convert(obj: Mapping[str, Any], raw_type: type[RawT]) -> RawT:
     try:
         return msgspec.convert(obj, raw_type)
     except msgspec.ValidationError as exc:
-        message, _, path = str(exc).partition(" - at `$")
-        raise DecodeError(path.rstrip("`").lstrip("."), message) from None
+        raise _field_error(exc) from None
+
+
+def decode_json(decoder: msgspec.json.Decoder[RawT], text: bytes | msgspec.Raw) -> RawT:
+    """Decode one object's JSON text into a raw shape; errors name the field path, as `convert`'s do."""
+    try:
+        return decoder.decode(text)
+    except msgspec.ValidationError as exc:
+        raise _field_error(exc) from None
+
+
+def _field_error(exc: msgspec.ValidationError) -> DecodeError:
+    message, _, path = str(exc).partition(" - at `$")
+    return DecodeError(path.rstrip("`").lstrip("."), message)
 
 
 def resources(raw: Mapping[str, Quantity] | None, field: str) -> Resources:
@@ -931,14 +947,19 @@ def node_usage_from_metrics(raw: RawNodeMetrics) -> NodeUsage:
 
 
 def pod_usage_from_metrics(raw: RawPodMetrics) -> PodUsage:
-    total: Resources = EMPTY
+    total: dict[str, int] = {}
     for i, c in enumerate(raw.containers or ()):
-        total = total + resources(c.usage, f"containers[{i}].usage")
+        # One plain dict summed in place, the field path spelled out only for an error (a snapshot
+        # file holds one PodMetrics per pod).
+        try:
+            _add_into(total, _units(c.usage, ""))
+        except DecodeError as exc:
+            raise DecodeError(f"containers[{i}].usage{exc.field}", exc.message) from None
     return PodUsage(
         namespace=raw.metadata.namespace or "default",
         name=raw.metadata.name,
         timestamp=raw.timestamp,
-        usage=total,
+        usage=Resources.adopt({k: v for k, v in total.items() if v}) if total else EMPTY,
         source="metrics.k8s.io",
     )
 

@@ -6,17 +6,17 @@ stream, or a directory of such files.
 
 from __future__ import annotations
 
-import json
+import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
+import msgspec
 
-from descheduler import decode, timestamps
+from descheduler import decode, snapshot_file, timestamps
 from descheduler.errors import InputError
 from descheduler.model import (
     ElasticQuota,
@@ -30,8 +30,10 @@ from descheduler.model import (
     Workload,
 )
 from descheduler.podrows import PodRows
+from descheduler.snapshot_file import SNAPSHOT_TIME_ANNOTATION, snapshot_files
 
-SNAPSHOT_TIME_ANNOTATION = "descheduler.dev/snapshot-time"
+__all__ = ["SNAPSHOT_TIME_ANNOTATION", "OwnerPods", "Snapshot", "load_snapshot", "load_snapshot_objects"]
+
 _WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
 _QUOTA_GROUPS = ("scheduling.sigs.k8s.io", "scheduling.x-k8s.io")
 
@@ -140,61 +142,6 @@ class Snapshot:
 # --- loading from files -------------------------------------------------------------------
 
 
-class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """Safe YAML loader that keeps timestamps as strings, as the API's JSON has them."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _documents(path: Path) -> Iterator[tuple[str, Any]]:
-    """(where, object) for every object in a file: documents, and items of List documents."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
-    except UnicodeDecodeError:
-        raise InputError("not a UTF-8 text file", source=str(path)) from None
-    try:
-        docs: list[Any] = [json.loads(text)] if path.suffix == ".json" else list(yaml.load_all(text, Loader=_Loader))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path)
-        ) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"malformed YAML{where}: {problem}", source=str(path)) from None
-    for index, doc in enumerate(docs):
-        if doc is None:
-            continue
-        where = f"document {index}" if len(docs) > 1 else ""
-        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
-            items = doc.get("items") or []
-            if not isinstance(items, list):
-                raise InputError("items must be a list", source=str(path), where=where or doc["kind"], field="items")
-            yield (f"{where} {doc['kind']}".strip(), {"__list_meta__": doc.get("metadata") or {}})
-            for i, item in enumerate(items):
-                yield (f"{where} item {i}".strip(), item)
-        else:
-            yield (where, doc)
-
-
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
-        if not found:
-            raise InputError("directory holds no .yaml, .yml or .json files", source=str(path))
-        return found
-    if not path.exists():
-        raise InputError("no such file or directory", source=str(path))
-    return [path]
-
-
 def _parse_time(text: str, what: str, source: str) -> datetime:
     try:
         return timestamps.parse_time(text)
@@ -202,6 +149,32 @@ def _parse_time(text: str, what: str, source: str) -> datetime:
         raise InputError(
             f"{text!r} is not an RFC 3339 time (example: 2024-05-01T12:00:00Z)", source=source, field=what
         ) from None
+
+
+class _HeadMeta(msgspec.Struct):
+    name: Any = None
+    namespace: Any = None
+
+
+class _Head(msgspec.Struct, rename="camel"):
+    """What an object's JSON says about itself before its kind's shape is chosen."""
+
+    api_version: Any = None
+    kind: Any = None
+    metadata: _HeadMeta = msgspec.field(default_factory=_HeadMeta)
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+# How `snapshot save` and the API begin an object: its type is read from these bytes alone.
+_TYPE_PREFIX = re.compile(rb'\{"apiVersion":"[^"\\]*","kind":"[^"\\]*"')
+_KNOWN_PREFIXES: dict[bytes, tuple[str, str, str, Any]] = {}  # -> apiVersion, group, kind, handler or None
+
+
+def _type_prefix(api_version: str, kind: str) -> bytes:
+    return b'{"apiVersion":%s,"kind":%s' % (msgspec.json.encode(api_version), msgspec.json.encode(kind))
+
+
+_LISTED_POD = msgspec.json.Decoder(decode.RawListedPod)
 
 
 class _Collector:
@@ -226,6 +199,10 @@ class _Collector:
         self._unknown: set[str] = set()
 
     def add(self, obj: Any, source: str, where: str) -> None:
+        """One object: plain data (YAML, API dicts) or its JSON text (`msgspec.Raw`)."""
+        if isinstance(obj, msgspec.Raw):
+            self._add_json(obj, source, where)
+            return
         if not isinstance(obj, dict):
             raise InputError(f"expected a Kubernetes object, got {type(obj).__name__}", source=source, where=where)
         if "__list_meta__" in obj:
@@ -237,98 +214,162 @@ class _Collector:
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
             raise InputError("object has no apiVersion and kind", source=source, where=where)
-        group = api_version.rpartition("/")[0]
         raw_meta = obj.get("metadata")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-        name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
-        label = f"{where} ({kind} {name})".strip() if where else f"{kind} {name}"
+        label = _label(where, kind, meta.get("name"), meta.get("namespace"))
+        group = api_version.rpartition("/")[0]
         handler = _HANDLERS.get((group, kind))
         if handler is None:
-            if f"{api_version}/{kind}" not in self._unknown:
-                self._unknown.add(f"{api_version}/{kind}")
-                self.warnings.append(f"{source}: ignored objects of unknown kind {api_version} {kind}")
+            self._unknown_kind(api_version, kind, source)
             return
+        raw_type, add = handler
         try:
-            handler(self, obj, group)
+            if add is _add_pod:
+                self._add_pod_object(obj)
+            else:
+                add(self, decode.convert(obj, raw_type), group)
         except decode.DecodeError as exc:
             raise InputError(exc.message, source=source, where=label, field=exc.field) from None
-        if kind == "Pod":
+        if add is _add_pod:
             self.pod_origin[self.pods[-1].key] = (source, label)
 
+    def _add_json(self, text: msgspec.Raw, source: str, where: str) -> None:
+        """One object from its JSON text, decoded straight into its kind's shape (no dicts);
+        malformed JSON raises msgspec.DecodeError."""
+        typed = _TYPE_PREFIX.match(text)
+        known = _KNOWN_PREFIXES.get(typed.group()) if typed is not None else None
+        if known is None:
+            try:
+                head = _HEAD.decode(text)
+            except msgspec.ValidationError:  # not an object, or odd metadata: the plain path names it
+                self.add(msgspec.json.decode(text), source, where)
+                return
+            api_version, kind = head.api_version, head.kind
+            if not isinstance(api_version, str) or not isinstance(kind, str):
+                raise InputError("object has no apiVersion and kind", source=source, where=where)
+            group = api_version.rpartition("/")[0]
+            known = (api_version, group, kind, _HANDLERS.get((group, kind)))
+            if typed is not None and typed.group() == _type_prefix(api_version, kind):
+                _KNOWN_PREFIXES[typed.group()] = known
+        api_version, group, kind, handler = known
+        if handler is None:
+            self._unknown_kind(api_version, kind, source)
+            return
+        raw_type, add = handler
+        try:
+            if add is _add_pod:
+                pod = _pod_from_json(text)
+                self.pods.append(pod)
+                self.pod_origin[pod.key] = (source, _label(where, kind, pod.name, pod.namespace))
+            else:
+                add(self, decode.decode_json(_DECODERS[raw_type], text), group)
+        except decode.DecodeError as exc:
+            meta = _HEAD.decode(text).metadata
+            raise InputError(
+                exc.message, source=source, where=_label(where, kind, meta.name, meta.namespace), field=exc.field
+            ) from None
 
-def _add_node(c: _Collector, obj: Any, group: str) -> None:
-    c.nodes.append(decode.node_from_raw(decode.convert(obj, decode.RawNode)))
+    def _add_pod_object(self, obj: dict[str, Any]) -> None:
+        raw_meta = obj.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+        pod = self.pod_memo.get(key) if all(key) else None
+        if pod is None:
+            pod = decode.pod_from_raw(decode.convert(obj, decode.RawPod))
+        if all(key):
+            self.parsed_pods[key] = pod
+        self.pods.append(pod)
+
+    def _unknown_kind(self, api_version: str, kind: str, source: str) -> None:
+        if f"{api_version}/{kind}" not in self._unknown:
+            self._unknown.add(f"{api_version}/{kind}")
+            self.warnings.append(f"{source}: ignored objects of unknown kind {api_version} {kind}")
 
 
-def _add_pod(c: _Collector, obj: Any, group: str) -> None:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
-    pod = c.pod_memo.get(key) if all(key) else None
-    if pod is None:
-        pod = decode.pod_from_raw(decode.convert(obj, decode.RawPod))
-    if all(key):
-        c.parsed_pods[key] = pod
-    c.pods.append(pod)
+def _label(where: str, kind: str, name: Any, namespace: Any) -> str:
+    """How an error names the object: its place in the file, kind and name."""
+    named = f"{namespace}/{name}" if namespace else str(name)
+    return f"{where} ({kind} {named})".strip() if where else f"{kind} {named}"
 
 
-def _add_namespace(c: _Collector, obj: Any, group: str) -> None:
-    meta = decode.convert(obj.get("metadata") or {}, decode.RawObjectMeta)
-    c.namespaces[meta.name] = meta.labels or {}
+def _pod_from_json(text: msgspec.Raw) -> Pod:
+    """The cache's fast shape first (parts a workload's pods share are decoded once); an object that
+    does not fit it is decoded in the full shape, which names a bad field as `pod_from_raw` does."""
+    try:
+        return decode.pod_from_listed(_LISTED_POD.decode(text))
+    except (msgspec.ValidationError, decode.Refit):
+        return decode.pod_from_raw(decode.decode_json(_DECODERS[decode.RawPod], text))
 
 
-def _add_workload(kind: str) -> Callable[[_Collector, Any, str], None]:
-    def add(c: _Collector, obj: Any, group: str) -> None:
-        c.workloads.append(decode.workload_from_raw(decode.convert(obj, decode.RawWorkload), kind))
+def _add_pod(c: _Collector, raw: decode.RawPod, group: str) -> None:
+    c.pods.append(decode.pod_from_raw(raw))
+
+
+def _add_node(c: _Collector, raw: decode.RawNode, group: str) -> None:
+    c.nodes.append(decode.node_from_raw(raw))
+
+
+def _add_namespace(c: _Collector, raw: decode.RawNamespace, group: str) -> None:
+    c.namespaces[raw.metadata.name] = raw.metadata.labels or {}
+
+
+def _add_workload(kind: str) -> Callable[[_Collector, decode.RawWorkload, str], None]:
+    def add(c: _Collector, raw: decode.RawWorkload, group: str) -> None:
+        c.workloads.append(decode.workload_from_raw(raw, kind))
 
     return add
 
 
-def _add_pdb(c: _Collector, obj: Any, group: str) -> None:
-    c.pdbs.append(decode.pdb_from_raw(decode.convert(obj, decode.RawPDB)))
+def _add_pdb(c: _Collector, raw: decode.RawPDB, group: str) -> None:
+    c.pdbs.append(decode.pdb_from_raw(raw))
 
 
-def _add_node_metrics(c: _Collector, obj: Any, group: str) -> None:
-    usage = decode.node_usage_from_metrics(decode.convert(obj, decode.RawNodeMetrics))
+def _add_node_metrics(c: _Collector, raw: decode.RawNodeMetrics, group: str) -> None:
+    usage = decode.node_usage_from_metrics(raw)
     c.node_usage[usage.node] = usage
 
 
-def _add_pod_metrics(c: _Collector, obj: Any, group: str) -> None:
-    usage = decode.pod_usage_from_metrics(decode.convert(obj, decode.RawPodMetrics))
+def _add_pod_metrics(c: _Collector, raw: decode.RawPodMetrics, group: str) -> None:
+    usage = decode.pod_usage_from_metrics(raw)
     c.pod_usage[usage.key] = usage
 
 
-def _add_node_metric(c: _Collector, obj: Any, group: str) -> None:
-    node, pods = decode.usage_from_node_metric(decode.convert(obj, decode.RawKoordNodeMetric))
+def _add_node_metric(c: _Collector, raw: decode.RawKoordNodeMetric, group: str) -> None:
+    node, pods = decode.usage_from_node_metric(raw)
     if node is not None:
         c.node_usage[node.node] = node
     for pod in pods:
         c.pod_usage[pod.key] = pod
 
 
-def _add_quota(c: _Collector, obj: Any, group: str) -> None:
-    c.quotas.append(decode.quota_from_raw(decode.convert(obj, decode.RawElasticQuota), group))
+def _add_quota(c: _Collector, raw: decode.RawElasticQuota, group: str) -> None:
+    c.quotas.append(decode.quota_from_raw(raw, group))
 
 
-def _add_reservation(c: _Collector, obj: Any, group: str) -> None:
-    c.reservations.append(decode.reservation_from_raw(decode.convert(obj, decode.RawReservation)))
+def _add_reservation(c: _Collector, raw: decode.RawReservation, group: str) -> None:
+    c.reservations.append(decode.reservation_from_raw(raw))
 
 
-def _add_job(c: _Collector, obj: Any, group: str) -> None:
-    c.jobs.append(decode.migration_job_from_raw(decode.convert(obj, decode.RawMigrationJob)))
+def _add_job(c: _Collector, raw: decode.RawMigrationJob, group: str) -> None:
+    c.jobs.append(decode.migration_job_from_raw(raw))
 
 
-_HANDLERS: dict[tuple[str, str], Callable[[_Collector, Any, str], None]] = {
-    ("", "Node"): _add_node,
-    ("", "Pod"): _add_pod,
-    ("", "Namespace"): _add_namespace,
-    **{("apps", kind): _add_workload(kind) for kind in _WORKLOAD_KINDS},
-    ("policy", "PodDisruptionBudget"): _add_pdb,
-    ("metrics.k8s.io", "NodeMetrics"): _add_node_metrics,
-    ("metrics.k8s.io", "PodMetrics"): _add_pod_metrics,
-    ("slo.koordinator.sh", "NodeMetric"): _add_node_metric,
-    **{(group, "ElasticQuota"): _add_quota for group in _QUOTA_GROUPS},
-    ("descheduler.dev", "Reservation"): _add_reservation,
-    ("descheduler.dev", "PodMigrationJob"): _add_job,
+# (group, kind) -> (the raw shape its objects decode into, what adds one to the collector)
+_HANDLERS: dict[tuple[str, str], tuple[type[Any], Callable[[_Collector, Any, str], None]]] = {
+    ("", "Node"): (decode.RawNode, _add_node),
+    ("", "Pod"): (decode.RawPod, _add_pod),
+    ("", "Namespace"): (decode.RawNamespace, _add_namespace),
+    **{("apps", kind): (decode.RawWorkload, _add_workload(kind)) for kind in _WORKLOAD_KINDS},
+    ("policy", "PodDisruptionBudget"): (decode.RawPDB, _add_pdb),
+    ("metrics.k8s.io", "NodeMetrics"): (decode.RawNodeMetrics, _add_node_metrics),
+    ("metrics.k8s.io", "PodMetrics"): (decode.RawPodMetrics, _add_pod_metrics),
+    ("slo.koordinator.sh", "NodeMetric"): (decode.RawKoordNodeMetric, _add_node_metric),
+    **{(group, "ElasticQuota"): (decode.RawElasticQuota, _add_quota) for group in _QUOTA_GROUPS},
+    ("descheduler.dev", "Reservation"): (decode.RawReservation, _add_reservation),
+    ("descheduler.dev", "PodMigrationJob"): (decode.RawMigrationJob, _add_job),
+}
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {
+    raw_type: msgspec.json.Decoder(raw_type) for raw_type, _ in _HANDLERS.values()
 }
 
 
@@ -338,16 +379,31 @@ def load_snapshot(paths: str | Path | Sequence[str | Path], now: datetime | None
     `now` defaults to the snapshot's recorded time (annotation `descheduler.dev/snapshot-time`
     on a List), else the current time.
     """
+    files = [f for p in ([paths] if isinstance(paths, str | Path) else paths) for f in snapshot_files(Path(p))]
+    whole: set[Path] = set()
+    while True:
+        try:
+            return _finish(_collect(files, whole), now)
+        except snapshot_file.Restart as restart:
+            # Rare (a hand-edited or cut-short file): start again, reading that file whole.
+            whole.add(restart.path)
+
+
+def _collect(files: list[Path], whole: set[Path]) -> _Collector:
     collector = _Collector()
-    for path in [paths] if isinstance(paths, str | Path) else paths:
-        for file in _files(Path(path)):
-            for where, obj in _documents(file):
+    for file in files:
+        try:
+            for where, obj in snapshot_file.documents(file, whole=file in whole):
                 collector.add(obj, str(file), where)
-    return _finish(collector, now)
+        except msgspec.DecodeError:
+            if file in whole:
+                raise
+            raise snapshot_file.Restart(file) from None  # a line of a streamed file is not JSON
+    return collector
 
 
 def load_snapshot_objects(
-    objects: Iterable[Mapping[str, Any]],
+    objects: Iterable[Mapping[str, Any] | msgspec.Raw],
     now: datetime,
     source: str = "<objects>",
     pod_memo: dict[tuple[str, str], Pod] | None = None,
@@ -357,7 +413,7 @@ def load_snapshot_objects(
     cluster again and again (the simulated scheduler) parses only the pods that changed."""
     collector = _Collector(pod_memo)
     for index, obj in enumerate(objects):
-        collector.add(dict(obj), source, f"object {index}")
+        collector.add(obj if isinstance(obj, msgspec.Raw) else dict(obj), source, f"object {index}")
     if pod_memo is not None:
         pod_memo.clear()
         pod_memo.update(collector.parsed_pods)

@@ -24,9 +24,15 @@ class _ObjectList(msgspec.Struct, kw_only=True):
     items: list[dict[str, Any]] | None = None
 
 
+class _TypeMeta(msgspec.Struct, rename="camel"):
+    api_version: Any = None
+    kind: Any = None
+
+
 _OBJECTS = msgspec.json.Decoder(_ObjectList)
 _RAW_LIST = msgspec.json.Decoder(RawList[msgspec.Raw])
 _META = msgspec.json.Decoder(RawMetaOnly)
+_TYPE_META = msgspec.json.Decoder(_TypeMeta)
 
 
 class _Page(Protocol):
@@ -92,6 +98,46 @@ def list_objects(
             continue
         return objects, version
     raise AssertionError("unreachable")
+
+
+def list_texts(
+    client: KubeClient,
+    path: str,
+    *,
+    api_version: str,
+    kind: str,
+    page_size: int = 500,
+    attempts: int = 3,
+) -> tuple[list[msgspec.Raw], str]:
+    """`list_objects`, each object as its JSON text instead of a dict (a tenth of the memory, and
+    written to a snapshot file as it is)."""
+    for attempt in range(attempts):
+        texts: list[msgspec.Raw] = []
+        version = ""
+        try:
+            for page in list_pages(client, path, _RAW_LIST.decode, page_size=page_size):
+                version = page.metadata.resource_version
+                texts.extend(object_text(item, api_version, kind) for item in page.items or ())
+        except ContinueExpired:
+            if attempt + 1 == attempts:
+                raise
+            continue
+        return texts, version
+    raise AssertionError("unreachable")
+
+
+def object_text(item: msgspec.Raw, api_version: str, kind: str) -> msgspec.Raw:
+    """A list item's JSON with apiVersion and kind set, as `list_objects` sets them."""
+    try:
+        given = _TYPE_META.decode(item)
+    except msgspec.ValidationError:
+        return item  # not an object: whoever decodes it names the problem
+    if given.api_version is None and given.kind is None:
+        rest = bytes(item)[1:].lstrip()
+        head = b'{"apiVersion":%s,"kind":%s' % (msgspec.json.encode(api_version), msgspec.json.encode(kind))
+        return msgspec.Raw(head + rest if rest.startswith(b"}") else head + b"," + rest)
+    obj = msgspec.json.decode(item)
+    return msgspec.Raw(msgspec.json.encode({"apiVersion": api_version, "kind": kind, **obj}))
 
 
 @dataclass(slots=True)
@@ -163,11 +209,11 @@ def add_page(kind: ResourceKind, page: DecodedPage, listed: Listed) -> None:
             return
 
 
-def records_of(kind: ResourceKind, objects: Iterable[Mapping[str, Any]]) -> Listed:
-    """Decode already-loaded objects (plain dicts) into the kind's records."""
+def records_of(kind: ResourceKind, objects: Iterable[Mapping[str, Any] | msgspec.Raw]) -> Listed:
+    """Decode already-loaded objects (plain dicts, or JSON texts) into the kind's records."""
     listed = Listed()
     for obj in objects:
-        key, record, problem = decode_object(kind, msgspec.json.encode(obj))
+        key, record, problem = decode_object(kind, obj if isinstance(obj, msgspec.Raw) else msgspec.json.encode(obj))
         if problem is not None:
             listed.problems[key] = problem
         else:

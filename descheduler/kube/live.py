@@ -3,26 +3,27 @@
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import structlog
-import yaml
 
-from descheduler.errors import ClusterUnreachableError, InputError
+from descheduler import snapshot_file
+from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.cache import ClusterCache
 from descheduler.kube.client import KubeApiError, KubeClient, RetryPolicy, connect
-from descheduler.kube.kinds import CLUSTER_KINDS, KINDS, NODES, PODS
-from descheduler.kube.listing import list_objects
+from descheduler.kube.kinds import CLUSTER_KINDS, KINDS, NODES, PODS, RawList, ResourceKind
+from descheduler.kube.listing import ContinueExpired, list_pages
 from descheduler.loadsource import cache_kinds, reader_for
 from descheduler.policy import Policy
-from descheduler.snapshot import SNAPSHOT_TIME_ANNOTATION, Snapshot
+from descheduler.snapshot import Snapshot
 from descheduler.timestamps import format_time
 
 log = structlog.get_logger(__name__)
@@ -71,41 +72,202 @@ class SavedSnapshot:
     warnings: tuple[str, ...]
 
 
-def cluster_objects(client: KubeClient, kinds: Iterable[str] = CLUSTER_KINDS) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every object of the kinds, as the API has them (apiVersion and kind set), ordered by kind then
-    (namespace, name); pods bound to a node that does not exist are left out as the cache leaves them."""
-    out: list[dict[str, Any]] = []
+def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime) -> SavedSnapshot:
+    """Write the cluster and one load reading to `path` as a List annotated with `now`, in the format
+    its suffix names (`descheduler.snapshot_file`), page by page as the API lists them."""
+    reader = reader_for(policy.load_source, client)
+    try:
+        reading = reader.read(now, keep_objects=True)
+    finally:
+        reader.close()
+    counts: Counter[str] = Counter()
+    with snapshot_file.writing(path, format_time(now)) as write:
+        warnings = write_cluster(client, write, counts)
+        for text in reading.objects:
+            write(bytes(text))
+            counts[str(_KIND.decode(text).kind)] += 1
+    return SavedSnapshot(path, dict(counts), tuple(warnings + list(reading.warnings)))
+
+
+# --- listing for a snapshot file ------------------------------------------------------------
+#
+# Built-in kinds have nothing at the top but apiVersion, kind, metadata, spec and status, so their
+# objects pass through as JSON text: only the metadata is parsed field by field, and msgspec skips
+# managedFields (most of a pod's metadata) without building it. Custom resources may have more at
+# the top, so they are read as plain data.
+
+_ABSENT = msgspec.Raw(b"")
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_ENCODER = msgspec.json.Encoder()
+_BUILT_IN_GROUPS = ("", "apps", "policy")
+
+
+class _PassingMeta(msgspec.Struct, rename="camel", omit_defaults=True):
+    """ObjectMeta (meta/v1) field by field as the API sent it, less managedFields."""
+
+    name: msgspec.Raw = _ABSENT
+    generate_name: msgspec.Raw = _ABSENT
+    namespace: msgspec.Raw = _ABSENT
+    self_link: msgspec.Raw = _ABSENT
+    uid: msgspec.Raw = _ABSENT
+    resource_version: msgspec.Raw = _ABSENT
+    generation: msgspec.Raw = _ABSENT
+    creation_timestamp: msgspec.Raw = _ABSENT
+    deletion_timestamp: msgspec.Raw = _ABSENT
+    deletion_grace_period_seconds: msgspec.Raw = _ABSENT
+    labels: msgspec.Raw = _ABSENT
+    annotations: msgspec.Raw = _ABSENT
+    owner_references: msgspec.Raw = _ABSENT
+    finalizers: msgspec.Raw = _ABSENT
+
+
+class _PassingObject(msgspec.Struct, rename="camel", omit_defaults=True):
+    """A built-in object with its spec and status as JSON text."""
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: _PassingMeta = msgspec.field(default_factory=_PassingMeta)
+    spec: msgspec.Raw = _ABSENT
+    status: msgspec.Raw = _ABSENT
+
+
+class _NodeName(msgspec.Struct, rename="camel"):
+    node_name: str = ""
+
+
+_PASSING_PAGE = msgspec.json.Decoder(RawList[_PassingObject])
+_PLAIN_PAGE = msgspec.json.Decoder(RawList[dict[str, Any]])
+_NODE_NAME = msgspec.json.Decoder(_NodeName)
+
+
+class _Kind(msgspec.Struct):
+    kind: Any = None
+
+
+_KIND = msgspec.json.Decoder(_Kind)
+
+
+def write_cluster(
+    client: KubeClient,
+    write: Callable[[bytes], None],
+    counts: Counter[str],
+    kinds: Iterable[str] = CLUSTER_KINDS,
+    *,
+    page_size: int = 500,
+) -> list[str]:
+    """Write every object of the kinds as the API lists them (apiVersion and kind set, redacted as
+    `_redacted` says), counting them by kind; returns warnings. Pods bound to a node that does not
+    exist are left out, as the cache leaves them (nodes are listed first)."""
     warnings: list[str] = []
-    node_names: set[str] = set()
+    node_names: set[str] | None = None
     for name in kinds:
         kind = KINDS[name]
-        try:
-            objects, _ = list_objects(client, kind.path, api_version=kind.api_version, kind=kind.kind)
-        except KubeApiError as error:
-            if error.status == 404 and kind.optional:
-                continue  # the CRD is not installed: nothing to save
-            raise ClusterUnreachableError(f"cannot list {name}: {error}") from None
-        objects.sort(key=_namespace_and_name)
+        listing = _KindListing(kind, write, node_names if name == PODS else None)
+        for attempt in range(3):
+            try:
+                for page in list_pages(client, kind.path, listing.decode, page_size=page_size):
+                    listing.write_page(page)
+                break
+            except ContinueExpired:
+                if attempt == 2:
+                    raise ClusterUnreachableError(f"cannot list {name}: the list expired three times") from None
+                # Listed again from the start; objects already written are not written twice.
+            except KubeApiError as error:
+                if error.status == 404 and kind.optional:
+                    break  # the CRD is not installed: nothing to save
+                raise ClusterUnreachableError(f"cannot list {name}: {error}") from None
+        if listing.written:
+            counts[kind.kind] += len(listing.written)
         if name == NODES:
-            node_names = {str((o.get("metadata") or {}).get("name")) for o in objects}
-        if name == PODS:
-            bound = [o for o in objects if (o.get("spec") or {}).get("nodeName")]
-            orphans = [o for o in bound if o["spec"]["nodeName"] not in node_names]
-            if orphans:
-                example = orphans[0]["metadata"]
-                warnings.append(
-                    f"{len(orphans)} pod(s) bound to nodes that do not exist (e.g. {example.get('namespace')}/"
-                    f"{example.get('name')} on {orphans[0]['spec']['nodeName']}): left out"
-                )
-                gone = {id(o) for o in orphans}
-                objects = [o for o in objects if id(o) not in gone]
-        out.extend(_redacted(o) for o in objects)
-    return out, warnings
+            node_names = listing.names
+        if listing.orphans:
+            example, node = next(iter(listing.orphans.items()))
+            warnings.append(
+                f"{len(listing.orphans)} pod(s) bound to nodes that do not exist (e.g. {example} on {node}): left out"
+            )
+    return warnings
 
 
-def _namespace_and_name(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+class _KindListing:
+    """The pages of one kind into the file: what was written (by key), pods left out."""
+
+    def __init__(self, kind: ResourceKind, write: Callable[[bytes], None], node_names: set[str] | None) -> None:
+        self.kind = kind
+        self.write = write
+        self.node_names = node_names
+        self.passing = kind.group in _BUILT_IN_GROUPS
+        self.written: set[str] = set()
+        self.names: set[str] = set()
+        self.orphans: dict[str, str] = {}  # pod key -> the node it is bound to
+
+    def decode(self, body: bytes) -> RawList[Any]:
+        if self.passing:
+            try:
+                return _PASSING_PAGE.decode(body)
+            except msgspec.ValidationError:
+                pass  # an object of an unexpected shape: this page as plain data
+        return _PLAIN_PAGE.decode(body)
+
+    def write_page(self, page: RawList[Any]) -> None:
+        for obj in page.items or ():
+            if isinstance(obj, _PassingObject):
+                self._write_passing(obj)
+            else:
+                self._write_plain(obj)
+
+    def _write_passing(self, obj: _PassingObject) -> None:
+        meta = obj.metadata
+        name = msgspec.json.decode(meta.name) if meta.name else ""
+        namespace = msgspec.json.decode(meta.namespace) if meta.namespace else ""
+        if self._skip(str(namespace), str(name), obj.spec):
+            return
+        if not obj.api_version:
+            obj.api_version, obj.kind = self.kind.api_version, self.kind.kind
+        if meta.annotations and _LAST_APPLIED.encode() in bytes(meta.annotations):
+            annotations = msgspec.json.decode(meta.annotations)
+            if isinstance(annotations, dict):
+                annotations.pop(_LAST_APPLIED, None)
+                meta.annotations = msgspec.Raw(_ENCODER.encode(annotations))
+        if obj.kind == "Pod" and obj.spec and b'"env"' in bytes(obj.spec):
+            spec = msgspec.json.decode(obj.spec)
+            if isinstance(spec, dict):
+                _redact_env(spec)
+                obj.spec = msgspec.Raw(_ENCODER.encode(spec))
+        self.write(_ENCODER.encode(obj))
+
+    def _write_plain(self, obj: dict[str, Any]) -> None:
+        raw_meta = obj.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        spec = obj.get("spec")
+        node = spec.get("nodeName") if isinstance(spec, dict) else None
+        if self._skip(str(meta.get("namespace") or ""), str(meta.get("name") or ""), node or ""):
+            return
+        self.write(_ENCODER.encode(_redacted({"apiVersion": self.kind.api_version, "kind": self.kind.kind, **obj})))
+
+    def _skip(self, namespace: str, name: str, spec_or_node: msgspec.Raw | str) -> bool:
+        """Whether to leave the object out: written already (a list started again), or a pod bound
+        to a node that does not exist."""
+        key = f"{namespace}/{name}"
+        if key in self.written:
+            return True
+        if self.kind.kind == "Node":
+            self.names.add(name)
+        if self.node_names is not None:
+            node = spec_or_node if isinstance(spec_or_node, str) else _node_name(spec_or_node)
+            if node and node not in self.node_names:
+                self.orphans[key] = node
+                return True
+        self.written.add(key)
+        return False
+
+
+def _node_name(spec: msgspec.Raw) -> str:
+    if not spec:
+        return ""
+    try:
+        return _NODE_NAME.decode(spec).node_name
+    except msgspec.ValidationError:
+        return ""
 
 
 def _redacted(obj: dict[str, Any]) -> dict[str, Any]:
@@ -116,50 +278,15 @@ def _redacted(obj: dict[str, Any]) -> dict[str, Any]:
         meta.pop("managedFields", None)
         annotations = meta.get("annotations")
         if isinstance(annotations, dict):
-            annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
-    if obj.get("kind") == "Pod":
-        spec = obj.get("spec") or {}
-        for group in ("containers", "initContainers", "ephemeralContainers"):
-            for container in spec.get(group) or ():
-                for env in container.get("env") or ():
-                    if isinstance(env, dict) and "value" in env:
-                        env["value"] = REDACTED
+            annotations.pop(_LAST_APPLIED, None)
+    if obj.get("kind") == "Pod" and isinstance(obj.get("spec"), dict):
+        _redact_env(obj["spec"])
     return obj
 
 
-def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime) -> SavedSnapshot:
-    """Write the cluster and one load reading as a `List` annotated with `now` (YAML, or JSON for .json)."""
-    reader = reader_for(policy.load_source, client)
-    try:
-        reading = reader.read(now, keep_objects=True)
-    finally:
-        reader.close()
-    objects, warnings = cluster_objects(client)
-    items = objects + [dict(o) for o in reading.objects]
-    document = {
-        "apiVersion": "v1",
-        "kind": "List",
-        "metadata": {"annotations": {SNAPSHOT_TIME_ANNOTATION: format_time(now)}},
-        "items": items,
-    }
-    _write(path, document)
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[str(item.get("kind"))] = counts.get(str(item.get("kind")), 0) + 1
-    return SavedSnapshot(path, counts, tuple(warnings + list(reading.warnings)))
-
-
-def _write(path: Path, document: Mapping[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        with temporary.open("w", encoding="utf-8") as out:
-            if path.suffix == ".json":
-                json.dump(document, out, indent=1)
-                out.write("\n")
-            else:
-                dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-                yaml.dump(document, out, Dumper=dumper, sort_keys=False, default_flow_style=False)
-        temporary.replace(path)  # never leave a half-written snapshot under the real name
-    except OSError as error:
-        raise InputError(f"cannot write: {error.strerror or error}", source=str(path)) from None
+def _redact_env(spec: dict[str, Any]) -> None:
+    for group in ("containers", "initContainers", "ephemeralContainers"):
+        for container in spec.get(group) or ():
+            for env in (container.get("env") or ()) if isinstance(container, dict) else ():
+                if isinstance(env, dict) and "value" in env:
+                    env["value"] = REDACTED

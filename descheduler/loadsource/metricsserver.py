@@ -9,11 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from descheduler import decode
 from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.client import KubeApiError, KubeClient
 from descheduler.kube.kinds import ResourceKind
-from descheduler.kube.listing import list_objects, list_records, records_of
+from descheduler.kube.listing import list_records, list_texts, records_of
 from descheduler.loadsource.reading import LoadReading, LoadSourceError
 from descheduler.model import NodeUsage, PodUsage
 
@@ -50,12 +52,12 @@ class MetricsServerReader:
             objects=tuple(node_objects + pod_objects),
         )
 
-    def _list(self, kind: ResourceKind, keep_objects: bool) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
-        """(records by key, warnings for objects left out, the objects themselves if asked for)."""
-        objects: list[dict[str, Any]] = []
+    def _list(self, kind: ResourceKind, keep_objects: bool) -> tuple[dict[str, Any], list[str], list[msgspec.Raw]]:
+        """(records by key, warnings for objects left out, the objects' JSON texts if asked for)."""
+        objects: list[msgspec.Raw] = []
         try:
             if keep_objects:
-                objects, _ = list_objects(
+                objects, _ = list_texts(
                     self.client, kind.path, api_version=kind.api_version, kind=kind.kind, page_size=0
                 )
                 listed = records_of(kind, objects)

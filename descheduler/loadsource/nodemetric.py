@@ -8,13 +8,14 @@ each read (`plan`, `snapshot save`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+
+import msgspec
 
 from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.cache import ClusterCache
 from descheduler.kube.client import KubeApiError, KubeClient
 from descheduler.kube.kinds import KINDS, NODE_METRICS, NodeMetricRecord
-from descheduler.kube.listing import list_objects, list_records, records_of
+from descheduler.kube.listing import list_records, list_texts, records_of
 from descheduler.loadsource.reading import LoadReading, LoadSourceError
 from descheduler.model import NodeUsage, PodUsage
 
@@ -36,7 +37,7 @@ class NodeMetricReader:
         self.cache = cache if cache is not None and cache.has(NODE_METRICS) else None
 
     def read(self, now: datetime, *, keep_objects: bool = False) -> LoadReading:
-        objects: list[dict[str, Any]] = []
+        objects: list[msgspec.Raw] = []
         if self.cache is not None and not keep_objects:
             records, problems = self._from_cache(self.cache)
         else:
@@ -70,11 +71,11 @@ class NodeMetricReader:
             raise LoadSourceError(f"NodeMetric objects are not listed yet{why}")
         return cache.node_metrics(), cache.problems_of(NODE_METRICS)
 
-    def _list(self, keep_objects: bool) -> tuple[dict[str, NodeMetricRecord], dict[str, str], list[dict[str, Any]]]:
-        objects: list[dict[str, Any]] = []
+    def _list(self, keep_objects: bool) -> tuple[dict[str, NodeMetricRecord], dict[str, str], list[msgspec.Raw]]:
+        objects: list[msgspec.Raw] = []
         try:
             if keep_objects:
-                objects, _ = list_objects(self.client, _KIND.path, api_version=_KIND.api_version, kind=_KIND.kind)
+                objects, _ = list_texts(self.client, _KIND.path, api_version=_KIND.api_version, kind=_KIND.kind)
                 listed = records_of(_KIND, objects)
             else:
                 listed = list_records(self.client, _KIND)

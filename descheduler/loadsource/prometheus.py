@@ -271,7 +271,7 @@ def _pairs(
 
 def _as_metrics_objects(
     nodes: Mapping[str, NodeUsage], pods: Mapping[str, PodUsage], window: int
-) -> tuple[dict[str, Any], ...]:
+) -> tuple[msgspec.Raw, ...]:
     """metrics.k8s.io objects carrying the same usage, so a saved snapshot replays this reading."""
     out: list[dict[str, Any]] = []
     for usage in nodes.values():
@@ -296,7 +296,7 @@ def _as_metrics_objects(
                 "containers": [{"name": "total", "usage": _exact(pod.usage)}],
             }
         )
-    return tuple(out)
+    return tuple(msgspec.Raw(msgspec.json.encode(obj)) for obj in out)
 
 
 def _exact(usage: Resources) -> dict[str, str]:

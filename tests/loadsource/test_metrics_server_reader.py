@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import pytest
 
 from descheduler.fakecluster.apiserver import FakeApiServer
@@ -107,7 +108,7 @@ def test_kept_objects_replay_to_the_same_usage(server: FakeApiServer, kube: Kube
         "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}},
     }
     reading = MetricsServerReader(kube).read(NOW, keep_objects=True)
-    assert {o["kind"] for o in reading.objects} == {"NodeMetrics", "PodMetrics"}
+    assert {msgspec.json.decode(o)["kind"] for o in reading.objects} == {"NodeMetrics", "PodMetrics"}
     replayed = load_snapshot_objects([node, *reading.objects], NOW)
     assert dict(replayed.node_usage) == dict(reading.node_usage)
     assert dict(replayed.pod_usage) == dict(reading.pod_usage)
