@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import FrameType
 from typing import Any
 
@@ -38,8 +38,10 @@ class RequestsFirst:
         self.grace = grace
         self._lock = threading.Lock()
         self._in_flight = 0
-        self._quiet = threading.Event()
+        self._yielding = 0  # threads inside `yielding`: only then is `_quiet` kept up to date
+        self._quiet = threading.Event()  # set while no request is in flight (kept while `_yielding`)
         self._quiet.set()
+        self._serving = _Serving(self)
         self._started = 0.0
         self._cpu_start = 0.0
         self._next_check = 0.0
@@ -53,26 +55,27 @@ class RequestsFirst:
         """A request starts."""
         with self._lock:
             self._in_flight += 1
-            self._quiet.clear()
+            if self._yielding:
+                self._quiet.clear()
 
     def leave(self) -> None:
         """A request ended."""
         with self._lock:
             self._in_flight -= 1
-            if not self._in_flight:
+            if self._yielding and not self._in_flight:
                 self._quiet.set()
 
-    @contextmanager
-    def serving(self) -> Iterator[None]:
-        self.enter()
-        try:
-            yield
-        finally:
-            self.leave()
+    def serving(self) -> AbstractContextManager[None]:
+        """`with serving():` around a request (a plain object: a generator-based one cost ~4 us a request)."""
+        return self._serving
 
     @contextmanager
     def yielding(self) -> Iterator[None]:
         """While inside, the calling thread waits for requests in flight at each Python or C call it makes."""
+        with self._lock:
+            self._yielding += 1
+            if self._in_flight:
+                self._quiet.clear()
         previous = sys.getprofile()
         self._started, self._cpu_start = time.perf_counter(), time.thread_time()
         sys.setprofile(self._hook)
@@ -80,6 +83,8 @@ class RequestsFirst:
             yield
         finally:
             sys.setprofile(previous)
+            with self._lock:
+                self._yielding -= 1
 
     def _hook(self, frame: FrameType, event: str, arg: Any) -> None:
         if not self._in_flight:
@@ -100,3 +105,16 @@ class RequestsFirst:
                 return
             self.waits += 1
             self._quiet.wait(min(-behind / self.min_share if self.min_share else MAX_WAIT, MAX_WAIT))
+
+
+class _Serving(AbstractContextManager[None]):
+    """`RequestsFirst.serving`'s context: enter and leave."""
+
+    def __init__(self, gate: RequestsFirst) -> None:
+        self._gate = gate
+
+    def __enter__(self) -> None:
+        self._gate.enter()
+
+    def __exit__(self, *exc: object) -> None:
+        self._gate.leave()

@@ -37,6 +37,31 @@ def test_a_rebuild_waits_while_a_request_is_in_flight_and_resumes_when_it_ends()
     assert gate.waits > 0
 
 
+def test_a_request_arriving_mid_rebuild_is_waited_for_asleep_not_in_a_spin() -> None:
+    gate = RequestsFirst(min_share=0.0, grace=0.0)
+    progress: list[int] = []
+    stop, done = threading.Event(), threading.Event()
+
+    def rebuild() -> None:
+        with gate.yielding():
+            while not stop.is_set():
+                progress.append(len(progress))
+        done.set()
+
+    threading.Thread(target=rebuild, daemon=True).start()
+    while not progress:
+        time.sleep(0.001)
+    with gate.serving():
+        time.sleep(0.05)
+        seen = len(progress)
+        time.sleep(0.3)
+        assert len(progress) <= seen + 1
+    stop.set()
+    assert done.wait(10)
+    # Waiting on the event it wakes from at most every 50 ms: a handful of waits, not one per spin.
+    assert 0 < gate.waits < 100
+
+
 def test_a_rebuild_keeps_its_share_when_requests_never_stop() -> None:
     gate = RequestsFirst(min_share=0.5, grace=0.0)
     gate.enter()  # a request that never ends
