@@ -69,7 +69,10 @@ def parse_time(value: str | None, option: str = "--now") -> datetime | None:
 @app.command()
 def plan(
     snapshot: Annotated[
-        Path | None, typer.Option("--snapshot", "-s", help="snapshot file or directory (YAML/JSON Kubernetes objects)")
+        Path | None,
+        typer.Option(
+            "--snapshot", "-s", help="snapshot file or directory (Kubernetes objects in JSON or YAML, or .gz of them)"
+        ),
     ] = None,
     demo: Annotated[bool, typer.Option("--demo", help="plan on the built-in demo snapshot")] = False,
     policy: Annotated[

@@ -45,7 +45,13 @@ def plan_snapshot(kubeconfig: Path | None, context: str | None, policy: Policy, 
 
 @snapshot_app.command("save")
 def save(
-    path: Annotated[Path, typer.Argument(help="file to write (.yaml, .yml or .json)")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="file to write: .json or .json.gz (fast, for big clusters), .yaml or .yml (for people, slow), "
+            "or .yaml.gz"
+        ),
+    ],
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     policy: Annotated[
@@ -55,6 +61,12 @@ def save(
     """Write the cluster's nodes, pods, workloads, PDBs, quotas, our objects and one load reading to
     PATH, stamped with the time read, so `descheduler plan --snapshot PATH` replays this moment.
 
+    The format follows the suffix. JSON is written and read as a stream: 150,000 pods save and load
+    in seconds. YAML is for reading by eye: PyYAML takes about 1 ms an object to write and 2 ms to
+    read, several minutes for 150,000 pods; use .json or .json.gz for big clusters. Every format is
+    one List of the objects as the API returns them, less managedFields, the last-applied
+    manifest and container environment values.
+
     The cluster: --kubeconfig/--context, else the one kubectl would use ($KUBECONFIG,
     ~/.kube/config, or in-cluster). Exit codes: 0 saved; 1 bad input, or no cluster configuration
     found; 2 the cluster could not be read."""
@@ -62,7 +74,7 @@ def save(
 
     _quiet_logs()
     if path.is_dir():
-        raise InputError("is a directory: give a file to write (.yaml, .yml or .json)", source=str(path))
+        raise InputError("is a directory: give a file to write (.json, .json.gz, .yaml or .yml)", source=str(path))
     loaded = load_policy(policy) if policy is not None else default_policy()
     now = datetime.now(UTC)
     try:

@@ -19,6 +19,7 @@ from descheduler import snapshot_file
 from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.cache import ClusterCache
 from descheduler.kube.client import KubeApiError, KubeClient, RetryPolicy, connect
+from descheduler.kube.gcpause import paused_gc
 from descheduler.kube.kinds import CLUSTER_KINDS, KINDS, NODES, PODS, RawList, ResourceKind
 from descheduler.kube.listing import ContinueExpired, list_pages
 from descheduler.loadsource import cache_kinds, reader_for
@@ -81,7 +82,9 @@ def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime)
     finally:
         reader.close()
     counts: Counter[str] = Counter()
-    with snapshot_file.writing(path, format_time(now)) as write:
+    # The GC paused as while the cache lists: what is kept grows by the object, and every full
+    # collection would walk it again.
+    with paused_gc(), snapshot_file.writing(path, format_time(now)) as write:
         warnings = write_cluster(client, write, counts)
         for text in reading.objects:
             write(bytes(text))
@@ -105,9 +108,9 @@ _BUILT_IN_GROUPS = ("", "apps", "policy")
 class _PassingMeta(msgspec.Struct, rename="camel", omit_defaults=True):
     """ObjectMeta (meta/v1) field by field as the API sent it, less managedFields."""
 
-    name: msgspec.Raw = _ABSENT
+    name: str = ""
     generate_name: msgspec.Raw = _ABSENT
-    namespace: msgspec.Raw = _ABSENT
+    namespace: str = ""
     self_link: msgspec.Raw = _ABSENT
     uid: msgspec.Raw = _ABSENT
     resource_version: msgspec.Raw = _ABSENT
@@ -217,9 +220,7 @@ class _KindListing:
 
     def _write_passing(self, obj: _PassingObject) -> None:
         meta = obj.metadata
-        name = msgspec.json.decode(meta.name) if meta.name else ""
-        namespace = msgspec.json.decode(meta.namespace) if meta.namespace else ""
-        if self._skip(str(namespace), str(name), obj.spec):
+        if self._skip(meta.namespace, meta.name, obj.spec):
             return
         if not obj.api_version:
             obj.api_version, obj.kind = self.kind.api_version, self.kind.kind
@@ -230,9 +231,8 @@ class _KindListing:
                 meta.annotations = msgspec.Raw(_ENCODER.encode(annotations))
         if obj.kind == "Pod" and obj.spec and b'"env"' in bytes(obj.spec):
             spec = msgspec.json.decode(obj.spec)
-            if isinstance(spec, dict):
-                _redact_env(spec)
-                obj.spec = msgspec.Raw(_ENCODER.encode(spec))
+            _redact_env(spec)
+            obj.spec = msgspec.Raw(_ENCODER.encode(spec))
         self.write(_ENCODER.encode(obj))
 
     def _write_plain(self, obj: dict[str, Any]) -> None:
@@ -284,7 +284,9 @@ def _redacted(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _redact_env(spec: dict[str, Any]) -> None:
+def _redact_env(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
     for group in ("containers", "initContainers", "ephemeralContainers"):
         for container in spec.get(group) or ():
             for env in (container.get("env") or ()) if isinstance(container, dict) else ():
