@@ -7,11 +7,13 @@ filter's answer (as kube-scheduler passes it on), and each pod is then reported 
 node the extender scored best (the cache's watch event), so the assumed-pods ledger is exercised.
 
     .venv/bin/python -m benchmarks.bench_extender [--nodes 5000] [--pods 150000] [--requests 2000]
-        [--candidates 5000] [--mode in-process|http|both] [--refresh]
+        [--candidates 5000] [--mode in-process|http|both] [--refresh] [--bind]
 
-`http`: the extender serves from a child process pinned to CPU 0, the client runs pinned to CPU 1;
-the server's CPU time per pair is reported next to the wall-clock rate. `--refresh`: the state is
-also rebuilt in the background (as a changing cluster makes it), to show its effect on latency.
+`http`: the extender serves from a child process pinned to CPU 0, the client runs pinned to CPU 1
+(with `--bind` it also reports each binding to the server's process, as its watch would); the
+server process's CPU time per pair is reported next to the wall-clock rate. `--refresh`: the
+state is also rebuilt in the background (as a changing cluster makes it), to show its effect on
+latency. `child_extender_http` gives benchmarks/run.py the HTTP figures.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import platform
 import random
 import resource
 import statistics
+import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -212,7 +215,19 @@ def in_process(snapshot: Snapshot, bodies: Bodies, refresh: bool) -> None:
     )
 
 
-def _serve(snapshot: Snapshot, refresh: bool, ready: Connection, done: Connection) -> None:
+@dataclass
+class HttpRun:
+    """One run of pairs over HTTP: what the client saw and what the server process spent."""
+
+    latencies: list[float]  # seconds per filter + prioritize pair, as the client waited for them
+    wall: float  # seconds for the whole run
+    server_cpu: float  # CPU seconds of the server process (every thread: requests, bindings, rebuilds)
+    rebuilds: float  # state rebuilds completed during the run
+
+
+def _serve(snapshot: Snapshot, refresh: bool, events: list[bytes], control: Connection, bindings: Connection) -> None:
+    """The extender's process: serves on a free port, and records each binding the client reports as
+    the cache would hand it over after decoding the pod's watch event (on a thread of its own)."""
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {0})
     extender = Extender(
@@ -224,24 +239,39 @@ def _serve(snapshot: Snapshot, refresh: bool, ready: Connection, done: Connectio
     if refresh:
         extender.start()
     server = ExtenderServer(extender, "127.0.0.1", 0).start()
-    ready.send(server.port)
-    done.recv()  # the client is about to start the measured run
-    start = resource.getrusage(resource.RUSAGE_SELF)
-    done.recv()  # the run is over
+
+    def watch() -> None:
+        while (bound := bindings.recv()) is not None:
+            i, node = bound
+            extender.observe_binding(bound_record(events[i], node), node)
+
+    watcher = threading.Thread(target=watch, name="bindings", daemon=True)
+    watcher.start()
+    control.send(server.port)
+    control.recv()  # the client is about to start the measured run
+    start, rebuilds = resource.getrusage(resource.RUSAGE_SELF), _refreshes()
+    control.recv()  # the run is over, its last binding sent
+    watcher.join(60)
     end = resource.getrusage(resource.RUSAGE_SELF)
-    done.send((end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime))
+    cpu = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)
+    control.send((cpu, _refreshes() - rebuilds))
     server.stop()
     extender.stop()
 
 
-def over_http(snapshot: Snapshot, bodies: Bodies, refresh: bool) -> None:
+def http_run(snapshot: Snapshot, bodies: Bodies, *, refresh: bool = False, bind: bool = False) -> HttpRun:
+    """Filter + prioritize pairs over one kept-alive HTTP/1.1 connection to a server in a process of its
+    own pinned to CPU 0 (this one runs on CPU 1); with `bind`, each pod is then reported bound to the
+    node the extender scored best, to the server's process, as its watch would (counted in its CPU)."""
     ctx = multiprocessing.get_context("fork")
-    ready_parent, ready_child = ctx.Pipe()
-    done_parent, done_child = ctx.Pipe()
-    child = ctx.Process(target=_serve, args=(snapshot, refresh, ready_child, done_child), daemon=True)
+    control, control_child = ctx.Pipe()
+    bindings, bindings_child = ctx.Pipe()
+    events = [bound_event(json.loads(p)) for p in bodies.pods] if bind else []
+    child = ctx.Process(target=_serve, args=(snapshot, refresh, events, control_child, bindings_child), daemon=True)
     child.start()
-    port = ready_parent.recv()
-    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
+    port = control.recv()
+    previous = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    if previous is not None and (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {1})
     conn = http.client.HTTPConnection("127.0.0.1", port)
 
@@ -256,20 +286,67 @@ def over_http(snapshot: Snapshot, bodies: Bodies, refresh: bool) -> None:
 
         return send
 
-    run_pairs(Bodies(bodies.pods[:50], bodies.names[:50]), call("filter"), call("prioritize"), None)
-    done_parent.send("start")
-    started = time.perf_counter()
-    latencies, _ = run_pairs(bodies, call("filter"), call("prioritize"), None)
-    wall = time.perf_counter() - started
-    done_parent.send("stop")
-    server_cpu = done_parent.recv()
-    conn.close()
-    child.join(10)
-    n = len(latencies)
+    def bound(i: int, node: str) -> None:
+        if node:
+            bindings.send((i, node))
+
+    try:
+        run_pairs(Bodies(bodies.pods[:50], bodies.names[:50]), call("filter"), call("prioritize"), None)
+        control.send("start")
+        started = time.perf_counter()
+        latencies, _ = run_pairs(bodies, call("filter"), call("prioritize"), bound if bind else None)
+        wall = time.perf_counter() - started
+        bindings.send(None)
+        control.send("stop")
+        server_cpu, rebuilds = control.recv()
+    finally:
+        conn.close()
+        child.join(30)
+        if child.is_alive():
+            child.kill()
+        if previous is not None:
+            os.sched_setaffinity(0, previous)
+    return HttpRun(latencies, wall, server_cpu, rebuilds)
+
+
+def over_http(snapshot: Snapshot, bodies: Bodies, refresh: bool, bind: bool) -> None:
+    run = http_run(snapshot, bodies, refresh=refresh, bind=bind)
+    n = len(run.latencies)
+    rebuilt = f"; {run.rebuilds:.0f} state rebuilds meanwhile" if refresh else ""
     print(
-        f"HTTP on loopback, {n} pairs: {_percentiles(latencies)}; {n / wall:.0f} pods/s wall; "
-        f"server {server_cpu / n * 1000:.2f} ms CPU per pair = {n / server_cpu:.0f} pods/s per server CPU-second"
+        f"HTTP on loopback, {n} pairs{', bindings reported' if bind else ''}: {_percentiles(run.latencies)}; "
+        f"{n / run.wall:.0f} pods/s wall; server {run.server_cpu / n * 1000:.2f} ms CPU per pair = "
+        f"{n / run.server_cpu:.0f} pods/s per server CPU-second{rebuilt}"
     )
+
+
+def child_extender_http() -> dict[str, float]:
+    """The extender over HTTP as kube-scheduler calls it, for benchmarks/run.py: per run, a filter and
+    a prioritize POST per pod on one kept-alive connection to a server process of its own. "all": every
+    node's name (5,000 at BENCH_NODES=5000); "500": 500 names; "refresh": all names while the state is
+    rebuilt back to back; "bound": all names, each pod then reported bound in the server's process
+    (as its watch would, and as the in-process figures do: the next pod's answer recomputes that row)."""
+    nodes = int(os.environ.get("BENCH_NODES", "5000"))
+    pods = int(os.environ.get("BENCH_PODS", "150000"))
+    requests = int(os.environ.get("BENCH_REQUESTS", "800"))
+    snapshot = generated_snapshot(nodes, pods)
+    out: dict[str, float] = {}
+    for label, candidates, refresh, bind in (
+        ("all", nodes, False, False),
+        ("500", min(500, nodes), False, False),
+        ("refresh", nodes, True, False),
+        ("bound", nodes, False, True),
+    ):
+        run = http_run(snapshot, make_bodies(snapshot, requests, candidates), refresh=refresh, bind=bind)
+        ordered = sorted(run.latencies)
+        n = len(ordered)
+        out[f"http_{label}_p50_ms"] = statistics.median(ordered) * 1000
+        out[f"http_{label}_p99_ms"] = ordered[min(n - 1, int(0.99 * n))] * 1000
+        out[f"http_{label}_pods_per_server_cpu_second"] = n / run.server_cpu
+        out[f"http_{label}_pods_per_second_wall"] = n / run.wall
+        if refresh:
+            out[f"http_{label}_rebuilds"] = run.rebuilds
+    return out
 
 
 def main() -> None:
@@ -280,6 +357,7 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=0, help="node names per request (default: all nodes)")
     parser.add_argument("--mode", choices=("in-process", "http", "both"), default="both")
     parser.add_argument("--refresh", action="store_true", help="rebuild the state in the background meanwhile")
+    parser.add_argument("--bind", action="store_true", help="over HTTP, report each pod bound to the server")
     options = parser.parse_args()
     candidates = options.candidates or options.nodes
     print(
@@ -293,7 +371,7 @@ def main() -> None:
     if options.mode in ("in-process", "both"):
         in_process(snapshot, bodies, options.refresh)
     if options.mode in ("http", "both"):
-        over_http(snapshot, bodies, options.refresh)
+        over_http(snapshot, bodies, options.refresh, options.bind)
 
 
 if __name__ == "__main__":
