@@ -72,6 +72,7 @@ def pods(count: int, node_count: int, start_rv: int = 1000) -> Iterator[Obj]:
         )
         spec, status = pod["spec"], pod["status"]
         spec["nodeName"] = made["spec"]["nodeName"]
+        del spec["nodeSelector"]  # the shape test's pin to its own node: the generated pods have none
         spec["priority"] = made["spec"]["priority"]
         statuses = status["containerStatuses"]
         for container, wanted, state in zip(spec["containers"], made["spec"]["containers"], statuses, strict=True):
