@@ -169,7 +169,7 @@ def cluster(kube: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Itera
         kube.request("DELETE", f"/api/v1/namespaces/{namespace}")
 
 
-@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+@pytest.mark.parametrize("suffix", [".json", ".json.gz", ".yaml"])
 def test_a_saved_snapshot_plans_as_the_cluster_it_was_saved_from(
     cluster: Cluster, kubeconfig: Path, tmp_path: Path, suffix: str
 ) -> None:
