@@ -54,7 +54,7 @@ def test_every_benchmark_has_a_distinct_name_and_the_targets_of_testing_md() -> 
     assert targets[("extender", "http_all_pods_per_server_cpu_second")] == (">=", 1000.0)
     assert targets[("extender", "http_refresh_p99_ms")] == ("<=", 10.0)
     for name, seconds, mib in (("snapshot", 10.0, 1024.0), ("snapshot-15000", 30.0, 2048.0)):
-        for step in ("save", "load", "plan"):
+        for step in ("save", "load"):
             assert targets[(name, f"{step}_json_cpu_seconds")] == ("<=", seconds)
             assert targets[(name, f"{step}_json_gz_peak_rss_mib")] == ("<=", mib)
     assert targets[("watch", "events_per_second")] == (">=", 50_000.0)
