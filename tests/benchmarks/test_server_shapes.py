@@ -33,7 +33,8 @@ def test_a_server_shaped_pod_plans_as_the_generated_one_and_keeps_the_real_shape
     assert list(got) == list(made)
     for key, pod in got.items():
         assert {f: getattr(pod, f) for f in PLANNED} == {f: getattr(made[key], f) for f in PLANNED}
-        assert pod.ready and pod.scheduled_at is not None and pod.tolerations  # what the real pod adds
+        assert pod.ready and pod.scheduled_at == pod.created == made[key].created  # the generated cluster's time
+        assert pod.tolerations  # what the real pod adds
     template = json.loads((SHAPES / "pod.json").read_text())
     assert all(
         key_paths(p) == key_paths(template) - {"spec.nodeSelector", "spec.nodeSelector.kubernetes.io/hostname"}
