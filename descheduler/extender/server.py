@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -255,14 +256,20 @@ class _Connection:
         self.routes = routes
         self.buffer = b""  # bytes received past the last request handled
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # answers leave at once, no Nagle delay
-        sock.settimeout(IDLE_TIMEOUT)
+        # The idle timeout is the kernel's (SO_RCVTIMEO), the socket blocking: a Python-level timeout
+        # polls before each recv and send, two waits for the GIL each instead of one, which a state
+        # rebuild on the same core makes long.
+        sock.settimeout(None)
+        timeout = struct.pack("ll", int(IDLE_TIMEOUT), int(IDLE_TIMEOUT % 1 * 1_000_000))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeout)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeout)
 
     def serve(self) -> None:
         try:
             while self._one():
                 pass
-        except (TimeoutError, ConnectionError):
-            pass  # idle past the timeout, or the client went away
+        except (BlockingIOError, TimeoutError, ConnectionError):
+            pass  # idle past the timeout (SO_RCVTIMEO: EAGAIN), or the client went away
 
     def _one(self) -> bool:
         """Answer one request; False when the connection is to close."""

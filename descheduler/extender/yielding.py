@@ -16,6 +16,7 @@ a request no longer than a request of its own size would, and finishes at once.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -28,6 +29,8 @@ MIN_SHARE = 0.4  # of the time since it started, the share a rebuild keeps howev
 GRACE = 0.05  # CPU seconds a rebuild runs before it starts stepping aside: a short one just finishes
 MAX_WAIT = 0.05  # seconds between checks of that share while waiting
 CHECK_EVERY = 0.0002  # seconds between two looks at the share while running
+YIELD_EVERY = 0.00025  # seconds of rebuild between two hand-overs of the core while no request is in flight
+YIELD_CALLS = 256  # calls the rebuild makes between two looks at the clock for that
 
 
 class RequestsFirst:
@@ -45,6 +48,8 @@ class RequestsFirst:
         self._started = 0.0
         self._cpu_start = 0.0
         self._next_check = 0.0
+        self._countdown = YIELD_CALLS
+        self._next_yield = 0.0
         self.waits = 0  # how often a rebuild stepped aside (for tests and benchmarks)
 
     @property
@@ -88,6 +93,14 @@ class RequestsFirst:
 
     def _hook(self, frame: FrameType, event: str, arg: Any) -> None:
         if not self._in_flight:
+            self._countdown -= 1
+            if self._countdown > 0:
+                return
+            self._countdown = YIELD_CALLS
+            now = time.perf_counter()
+            if now >= self._next_yield:
+                self._next_yield = now + YIELD_EVERY
+                _hand_over()
             return
         # The share is checked every CHECK_EVERY at most: reading the thread's CPU clock is a system
         # call, and this runs at every call the rebuild makes.
@@ -105,6 +118,14 @@ class RequestsFirst:
                 return
             self.waits += 1
             self._quiet.wait(min(-behind / self.min_share if self.min_share else MAX_WAIT, MAX_WAIT))
+
+
+def _hand_over() -> None:
+    """Let another thread of this core run, the GIL released meanwhile."""
+    if hasattr(os, "sched_yield"):
+        os.sched_yield()
+    else:
+        time.sleep(0)
 
 
 class _Serving(AbstractContextManager[None]):

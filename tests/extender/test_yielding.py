@@ -6,6 +6,9 @@ import sys
 import threading
 import time
 
+import pytest
+
+from descheduler.extender import yielding
 from descheduler.extender.yielding import RequestsFirst
 
 
@@ -88,6 +91,20 @@ def test_a_rebuild_without_requests_does_not_wait() -> None:
     _, done = _start(gate, 1000)
     assert done.wait(10)
     assert gate.waits == 0
+
+
+def test_a_rebuild_without_requests_hands_the_core_over_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request's thread woken on the same core runs at the next hand-over, not at the end of the
+    rebuild's time slice (several ms), and only then asks for the GIL."""
+    handed: list[float] = []
+    monkeypatch.setattr(yielding, "_hand_over", lambda: handed.append(time.perf_counter()))
+    gate = RequestsFirst()
+    with gate.yielding():
+        started = time.perf_counter()
+        while time.perf_counter() - started < 0.05:
+            len([])  # a call, as a rebuild makes millions
+        elapsed = time.perf_counter() - started
+    assert 2 <= len(handed) <= elapsed / yielding.YIELD_EVERY + 1
 
 
 def test_requests_in_flight_are_counted_across_threads() -> None:
