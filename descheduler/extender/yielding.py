@@ -8,6 +8,10 @@ a request is in flight the hook waits, GIL released, until none is, so a request
 interpreter only with the rebuild's current C call (at most a few ms: bulk passes over pods are
 sliced, `descheduler.podrows.SLICE`).
 
+While no request is in flight, the hook hands the core over every `YIELD_EVERY` (sched_yield, the GIL
+released): a request thread woken on the same core then runs within that time instead of at the end of
+the rebuild's time slice (a few ms), and only then asks for the GIL.
+
 The rebuild is never starved: it steps aside only while it has had at least `min_share` of the time
 since it started as CPU time of its own (requests back to back with no gap would otherwise stop it
 for good), and only after its first `grace` of CPU time: a rebuild that short (a small cluster) stalls
