@@ -3,9 +3,12 @@
 HTTP/1.1 with keep-alive (kube-scheduler reuses its connections), one thread per connection. A
 lean request loop rather than the standard library's http.server, which spent ~0.2 ms of CPU per
 request around the answer (headers parsed by the email package, per-request objects, several
-writes); ASGI servers cost more per request than that. This loop reads what has arrived in one
-call, reads of the head only the request line and the framing headers (Content-Length,
-Transfer-Encoding, Connection, Expect), and answers with one write.
+writes): with an extender answering fixed bodies of 5,000 names, 0.82-0.85 ms of server CPU per
+filter + prioritize pair against 0.39-0.43 here, and 0.23-0.25 for a bare recv-and-sendmsg loop. An
+asyncio server (aiohttp, uvicorn) would add an event loop and a hop to a worker thread for answers
+that are CPU-bound. This loop reads what has arrived in one call, reads of the head only the
+request line and the framing headers (Content-Length, Transfer-Encoding, Connection, Expect), and
+answers with one write.
 
 Every request is bounded: a body needs a Content-Length no larger than `max_body`; a malformed
 one gets 400 with the reason, an unexpected failure 500 — the server itself never goes down with
