@@ -184,4 +184,10 @@ def test_a_saved_snapshot_plans_as_the_cluster_it_was_saved_from(
     ours = {n["name"]: n["class"] for n in live["nodes"] if n["name"] in cluster.nodes}
     assert len(ours) == NODES and sum(c == "high" for c in ours.values()) == NODES // HOT_EVERY, ours
     assert live["migrations"], live["summary"]
-    assert replayed == live
+    # Pods bound to nodes that do not exist (earlier tests' pods: no namespace controller deletes
+    # them) are left out of the file, and `snapshot save` says so on stderr; the replayed plan is the
+    # live plan without that warning.
+    orphans = [w for w in live["warnings"] if "that do not exist" in w]
+    assert ("pod(s) bound to nodes that do not exist" in done.stderr) == bool(orphans), done.stderr
+    summary = {**live["summary"], "warnings": live["summary"]["warnings"] - len(orphans)}
+    assert replayed == {**live, "warnings": [w for w in live["warnings"] if w not in orphans], "summary": summary}
