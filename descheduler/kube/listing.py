@@ -84,20 +84,11 @@ def list_objects(
 ) -> tuple[list[dict[str, Any]], str]:
     """Every object of a collection as plain dicts, with apiVersion and kind set on each (list items
     carry neither), and the list's resourceVersion. An expired continue token restarts the list."""
-    for attempt in range(attempts):
-        objects: list[dict[str, Any]] = []
-        version = ""
-        try:
-            for page in list_pages(client, path, _OBJECTS.decode, page_size=page_size):
-                version = page.metadata.resource_version
-                for item in page.items or ():
-                    objects.append({"apiVersion": api_version, "kind": kind, **item})
-        except ContinueExpired:
-            if attempt + 1 == attempts:
-                raise
-            continue
-        return objects, version
-    raise AssertionError("unreachable")
+
+    def typed(item: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": api_version, "kind": kind, **item}
+
+    return _restarting(client, path, _OBJECTS.decode, typed, page_size, attempts)
 
 
 def list_texts(
@@ -111,18 +102,36 @@ def list_texts(
 ) -> tuple[list[msgspec.Raw], str]:
     """`list_objects`, each object as its JSON text instead of a dict (a tenth of the memory, and
     written to a snapshot file as it is)."""
+    return _restarting(
+        client, path, _RAW_LIST.decode, partial(object_text, api_version=api_version, kind=kind), page_size, attempts
+    )
+
+
+OutT = TypeVar("OutT")
+
+
+def _restarting(
+    client: KubeClient,
+    path: str,
+    read_page: Callable[[bytes], Any],
+    each: Callable[[Any], OutT],
+    page_size: int,
+    attempts: int,
+) -> tuple[list[OutT], str]:
+    """Every item of a list through `each`, and the list's resourceVersion; an expired continue
+    token lists again from the start, up to `attempts` times."""
     for attempt in range(attempts):
-        texts: list[msgspec.Raw] = []
+        out: list[OutT] = []
         version = ""
         try:
-            for page in list_pages(client, path, _RAW_LIST.decode, page_size=page_size):
+            for page in list_pages(client, path, read_page, page_size=page_size):
                 version = page.metadata.resource_version
-                texts.extend(object_text(item, api_version, kind) for item in page.items or ())
+                out.extend(each(item) for item in page.items or ())
         except ContinueExpired:
             if attempt + 1 == attempts:
                 raise
             continue
-        return texts, version
+        return out, version
     raise AssertionError("unreachable")
 
 
