@@ -46,6 +46,20 @@ NODE_METRIC_CRD: dict[str, Any] = {
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 
+# A LowNodeLoad policy on Koordinator NodeMetrics, any pod old enough to move (the plan tests').
+NODE_METRIC_POLICY = """\
+apiVersion: descheduler.dev/v1alpha1
+kind: DeschedulerPolicy
+loadSource: {type: nodeMetric}
+evictor: {minPodAge: 0s}
+strategies:
+  - name: LowNodeLoad
+    args:
+      lowThresholds: {cpu: 45, memory: 55}
+      highThresholds: {cpu: 70, memory: 80}
+"""
+
+
 def eventually(check: Callable[[], bool], timeout: float = 30.0, interval: float = 0.1, what: str = "") -> None:
     """Wait until `check()` is true; fail naming `what` after `timeout` seconds."""
     wait_for(check, timeout, what or "condition", interval=interval)

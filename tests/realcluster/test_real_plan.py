@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 from realcluster_support import (
+    NODE_METRIC_POLICY as POLICY,
+)
+from realcluster_support import (
     bind,
     create_node,
     create_pod,
@@ -21,18 +24,6 @@ from realcluster_support import (
 )
 
 from descheduler.kube import KubeClient
-
-POLICY = """\
-apiVersion: descheduler.dev/v1alpha1
-kind: DeschedulerPolicy
-loadSource: {type: nodeMetric}
-evictor: {minPodAge: 0s}
-strategies:
-  - name: LowNodeLoad
-    args:
-      lowThresholds: {cpu: 45, memory: 55}
-      highThresholds: {cpu: 70, memory: 80}
-"""
 
 
 def test_plan_on_the_real_cluster_exits_0_and_names_every_node(

@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 from realcluster_support import (
+    NODE_METRIC_POLICY as POLICY,
+)
+from realcluster_support import (
     create,
     create_node,
     delete_node,
@@ -35,18 +38,6 @@ WORKLOADS = 300
 REPLICAS = 10  # 3,000 pods, 15 a node
 HOT_EVERY = 10  # every tenth node runs hot
 WORKERS = 16
-
-POLICY = """\
-apiVersion: descheduler.dev/v1alpha1
-kind: DeschedulerPolicy
-loadSource: {type: nodeMetric}
-evictor: {minPodAge: 0s}
-strategies:
-  - name: LowNodeLoad
-    args:
-      lowThresholds: {cpu: 45, memory: 55}
-      highThresholds: {cpu: 70, memory: 80}
-"""
 
 
 def _parallel(calls: Iterable[Callable[[], Any]]) -> None:
