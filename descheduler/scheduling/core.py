@@ -90,9 +90,16 @@ class Choice:
         }
 
     def summary(self) -> str:
-        """Kube-scheduler style: "0/12 nodes fit: 7 insufficient cpu, 5 taint … not tolerated"."""
-        counts = Counter((r.code, r.subject) for r in self.rejected.values())
-        briefs = {(r.code, r.subject): r.brief for r in self.rejected.values()}
+        """Kube-scheduler style: "0/12 nodes fit: 7 insufficient cpu, 5 taint … not tolerated".
+        Counted from one refusal per group of alike rows (`Checks.grouped`), not one per node: a
+        plan can ask this of every candidate of every hot node."""
+        counts: Counter[tuple[str, str]] = Counter()
+        briefs: dict[tuple[str, str], str] = {}
+        for found, n in self.checks.grouped(np.flatnonzero(self.considered & ~self.feasible)):
+            group = found.code, found.subject
+            counts[group] += n
+            if group not in briefs:
+                briefs[group] = found.brief
         total = int(self.considered.sum())
         fit = int(self.feasible.sum())
         groups = sorted((-n, briefs[group]) for group, n in counts.items())

@@ -573,6 +573,22 @@ class Checks:
     def refusal(self, row: int) -> Refusal | None:
         return self.refusals(np.array([row], dtype=np.int64))[0]
 
+    def grouped(self, rows: IntArray) -> list[tuple[Refusal, int]]:
+        """Why these table rows are refused, in groups: per stage and key (rows with equal keys have
+        equal briefs), the refusal of one of its rows and how many rows it stands for. Rows that
+        pass are left out. What `refusals` says row by row, at the cost of one refusal per group."""
+        out: list[tuple[Refusal, int]] = []
+        open_ = np.ones(rows.size, dtype=np.bool_)
+        for stage in self.stages(rows):
+            where = np.flatnonzero(stage.failed & open_)
+            if not where.size:
+                continue
+            _, first_at, counts = np.unique(stage.keys(where), return_index=True, return_counts=True)
+            for first, n in zip(first_at.tolist(), counts.tolist(), strict=True):
+                out.append((stage.refusal(int(rows[where[first]])), n))
+            open_[where] = False
+        return out
+
     def stages(self, rows: IntArray) -> Iterator[Stage]:
         """The predicates over `rows`, in scheduling-core.md §2 order."""
         table = self.view.table

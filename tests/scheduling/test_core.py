@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +28,7 @@ from descheduler.scheduling import (
     score,
     scores,
 )
+from descheduler.scheduling.core import Choice
 from descheduler.snapshot import Snapshot
 from tests.builders import (
     NOW,
@@ -616,6 +618,7 @@ def test_a_node_is_refused_exactly_when_it_has_a_refusal_that_holds(
     choice = best_node(incoming, view, node_fit=node_fit)
     assert (choice.node is None) == (not mask.any())
     assert {n: str(r) for n, r in choice.rejected.items()} == {n: str(r) for n, r in found.items() if r is not None}
+    assert choice.summary() == _summary_node_by_node(choice)
     if choice.node is not None and not any(
         r.owned_by(incoming) and r.node_name == choice.node for r in snap.reservations
     ):
@@ -672,3 +675,12 @@ def test_scores_of_some_rows_are_those_rows_of_every_score(
     rows = np.array(data.draw(st.lists(st.integers(0, size - 1), max_size=2 * size)), dtype=np.int64)
     some = scores(incoming, view, rows)
     assert some.tolist() == scores(incoming, view)[rows].tolist()
+
+
+def _summary_node_by_node(choice: Choice) -> str:
+    """`Choice.summary` from one refusal per refused node (what it counts by groups of alike nodes)."""
+    counts = Counter((r.code, r.subject) for r in choice.rejected.values())
+    briefs = {(r.code, r.subject): r.brief for r in choice.rejected.values()}
+    detail = ", ".join(f"{-n} {brief}" for n, brief in sorted((-n, briefs[g]) for g, n in counts.items()))
+    fit = f"{int(choice.feasible.sum())}/{int(choice.considered.sum())} nodes fit"
+    return fit + (f": {detail}" if detail else "")
