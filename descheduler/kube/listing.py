@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -137,16 +137,24 @@ def _restarting(
 
 def object_text(item: msgspec.Raw, api_version: str, kind: str) -> msgspec.Raw:
     """A list item's JSON with apiVersion and kind set, as `list_objects` sets them."""
+    head = _type_head(api_version, kind)
+    if memoryview(item)[: len(head)] == head:
+        return item  # set already, and first (metrics-server's items): as it is, not decoded and encoded again
     try:
         given = _TYPE_META.decode(item)
     except msgspec.ValidationError:
         return item  # not an object: whoever decodes it names the problem
     if given.api_version is None and given.kind is None:
         rest = bytes(item)[1:].lstrip()
-        head = b'{"apiVersion":%s,"kind":%s' % (msgspec.json.encode(api_version), msgspec.json.encode(kind))
-        return msgspec.Raw(head + rest if rest.startswith(b"}") else head + b"," + rest)
+        return msgspec.Raw(head[:-1] + rest if rest.startswith(b"}") else head + rest)
     obj = msgspec.json.decode(item)
     return msgspec.Raw(msgspec.json.encode({"apiVersion": api_version, "kind": kind, **obj}))
+
+
+@lru_cache(maxsize=64)
+def _type_head(api_version: str, kind: str) -> bytes:
+    """`{"apiVersion":…,"kind":…,`: how an object with both set, and first, begins."""
+    return b'{"apiVersion":%s,"kind":%s,' % (msgspec.json.encode(api_version), msgspec.json.encode(kind))
 
 
 @dataclass(slots=True)

@@ -77,18 +77,19 @@ def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime)
     """Write the cluster and one load reading to `path` as a List annotated with `now`, in the format
     its suffix names (`descheduler.snapshot_file`), page by page as the API lists them."""
     reader = reader_for(policy.load_source, client)
-    try:
-        reading = reader.read(now, keep_objects=True)
-    finally:
-        reader.close()
     counts: Counter[str] = Counter()
-    # The GC paused as while the cache lists: what is kept grows by the object, and every full
-    # collection would walk it again.
-    with paused_gc(), snapshot_file.writing(path, format_time(now)) as write:
-        warnings = write_cluster(client, write, counts)
-        for text in reading.objects:
-            write(bytes(text))
-            counts[str(_KIND.decode(text).kind)] += 1
+    # The GC paused as while the cache lists: what is kept (the load reading's objects and records,
+    # the keys written) grows by the object, and every full collection would walk it again.
+    with paused_gc():
+        try:
+            reading = reader.read(now, keep_objects=True)
+        finally:
+            reader.close()
+        with snapshot_file.writing(path, format_time(now)) as write:
+            warnings = write_cluster(client, write, counts)
+            for text in reading.objects:
+                write(bytes(text))
+                counts[str(_KIND.decode(text).kind)] += 1
     return SavedSnapshot(path, dict(counts), tuple(warnings + list(reading.warnings)))
 
 
@@ -141,6 +142,12 @@ class _NodeName(msgspec.Struct, rename="camel"):
 _PASSING_PAGE = msgspec.json.Decoder(RawList[_PassingObject])
 _PLAIN_PAGE = msgspec.json.Decoder(RawList[dict[str, Any]])
 _NODE_NAME = msgspec.json.Decoder(_NodeName)
+_SPEC_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_STRING = msgspec.json.Decoder(str)
+_CONTAINER_GROUPS = ("containers", "initContainers", "ephemeralContainers")
+# Redacted container lists by their text: the pods of a workload share it. Bounded, as one pod's own
+# env values (rare) would make every text new.
+_REDACTED_MEMO_SIZE = 4096
 
 
 class _Kind(msgspec.Struct):
@@ -202,6 +209,7 @@ class _KindListing:
         self.written: set[str] = set()
         self.names: set[str] = set()
         self.orphans: dict[str, str] = {}  # pod key -> the node it is bound to
+        self.redacted: dict[bytes, msgspec.Raw] = {}  # a container list's text -> its text redacted
 
     def decode(self, body: bytes) -> RawList[Any]:
         if self.passing:
@@ -220,20 +228,50 @@ class _KindListing:
 
     def _write_passing(self, obj: _PassingObject) -> None:
         meta = obj.metadata
-        if self._skip(meta.namespace, meta.name, obj.spec):
-            return
         if not obj.api_version:
             obj.api_version, obj.kind = self.kind.api_version, self.kind.kind
+        spec: msgspec.Raw | str = obj.spec
+        if obj.kind == "Pod" and obj.spec and b'"env"' in bytes(obj.spec):
+            obj.spec, spec = self._redacted_spec(obj.spec)
+        if self._skip(meta.namespace, meta.name, spec):
+            return
         if meta.annotations and _LAST_APPLIED.encode() in bytes(meta.annotations):
             annotations = msgspec.json.decode(meta.annotations)
             if isinstance(annotations, dict):
                 annotations.pop(_LAST_APPLIED, None)
                 meta.annotations = msgspec.Raw(_ENCODER.encode(annotations))
-        if obj.kind == "Pod" and obj.spec and b'"env"' in bytes(obj.spec):
-            spec = msgspec.json.decode(obj.spec)
-            _redact_env(spec)
-            obj.spec = msgspec.Raw(_ENCODER.encode(spec))
         self.write(_ENCODER.encode(obj))
+
+    def _redacted_spec(self, spec: msgspec.Raw) -> tuple[msgspec.Raw, str]:
+        """A pod spec with its containers' env values redacted, and its nodeName. Only the container
+        lists are decoded (once per distinct text); the other fields pass as the API sent them."""
+        try:
+            fields = _SPEC_FIELDS.decode(spec)
+        except msgspec.ValidationError:  # not an object: redacted as plain data, and bound to no node
+            whole = msgspec.json.decode(spec)
+            _redact_env(whole)
+            return msgspec.Raw(_ENCODER.encode(whole)), ""
+        for group in _CONTAINER_GROUPS:
+            containers = fields.get(group)
+            if containers is not None:
+                fields[group] = self._redacted_containers(containers)
+        try:
+            node = _STRING.decode(fields["nodeName"]) if "nodeName" in fields else ""
+        except msgspec.ValidationError:
+            node = ""
+        return msgspec.Raw(_ENCODER.encode(fields)), node
+
+    def _redacted_containers(self, containers: msgspec.Raw) -> msgspec.Raw:
+        text = bytes(containers)
+        redacted = self.redacted.get(text)
+        if redacted is None:
+            value = msgspec.json.decode(text)
+            _redact_containers(value)
+            redacted = msgspec.Raw(_ENCODER.encode(value))
+            if len(self.redacted) >= _REDACTED_MEMO_SIZE:
+                self.redacted.clear()
+            self.redacted[text] = redacted
+        return redacted
 
     def _write_plain(self, obj: dict[str, Any]) -> None:
         raw_meta = obj.get("metadata")
@@ -287,8 +325,12 @@ def _redacted(obj: dict[str, Any]) -> dict[str, Any]:
 def _redact_env(spec: Any) -> None:
     if not isinstance(spec, dict):
         return
-    for group in ("containers", "initContainers", "ephemeralContainers"):
-        for container in spec.get(group) or ():
-            for env in (container.get("env") or ()) if isinstance(container, dict) else ():
-                if isinstance(env, dict) and "value" in env:
-                    env["value"] = REDACTED
+    for group in _CONTAINER_GROUPS:
+        _redact_containers(spec.get(group))
+
+
+def _redact_containers(containers: Any) -> None:
+    for container in containers or ():
+        for env in (container.get("env") or ()) if isinstance(container, dict) else ():
+            if isinstance(env, dict) and "value" in env:
+                env["value"] = REDACTED

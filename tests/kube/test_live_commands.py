@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 from kube_support import node, pod
@@ -187,3 +188,53 @@ def test_saved_snapshot_redacts_env_values_and_the_last_applied_manifest(tmp_pat
     assert saved.counts["Pod"] == 1
     assert saved.warnings == ("1 pod(s) bound to nodes that do not exist (e.g. default/orphan on gone): left out",)
     assert [p.name for p in load_snapshot(tmp_path / "s.yaml").pods] == ["app"]
+
+
+def _pod_with_shared_env(name: str, node_name: str) -> dict[str, Any]:
+    """A pod of one workload (the containers' text is the same for every replica) with env values
+    in all three container lists, and its node."""
+    manifest = pod(name, node=node_name)
+    spec = manifest["spec"]
+    spec["containers"][0]["env"] = [{"name": "TOKEN", "value": "a&b"}, {"name": "MODE", "value": "x"}]
+    spec["initContainers"] = [{"name": "init", "image": "busybox", "env": [{"name": "INIT", "value": "1"}]}]
+    spec["ephemeralContainers"] = [{"name": "debug", "image": "busybox", "env": [{"name": "DBG", "value": "y"}]}]
+    spec["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+    return manifest
+
+
+def test_a_saved_pod_spec_is_the_api_s_spec_with_every_env_value_redacted(tmp_path: Path) -> None:
+    """Byte for byte what decoding the whole spec, redacting it and encoding it again gives, so the
+    files equal those written before container lists were redacted once per distinct text."""
+    manifests = [_pod_with_shared_env(f"app-{i}", f"n{i % 2}") for i in range(3)]
+    with FakeApiServer() as server:
+        server.store.load([node("n0"), node("n1"), *manifests])
+        kube = KubeClient(server.configuration(), qps=0, burst=0)
+        try:
+            listed = msgspec.json.decode(kube.request("GET", "/api/v1/pods"))["items"]
+            save_snapshot(kube, default_policy(), tmp_path / "s.json", datetime(2026, 1, 15, tzinfo=UTC))
+        finally:
+            kube.close()
+    lines = (tmp_path / "s.json").read_bytes().splitlines()[1:-1]
+    written = {
+        o.metadata.name: bytes(o.spec)
+        for o in (msgspec.json.decode(line.rstrip(b","), type=_WrittenObject) for line in lines)
+        if o.kind == "Pod"
+    }
+    assert b"a&b" not in (tmp_path / "s.json").read_bytes()
+    assert len(written) == len(listed) == 3
+    for served in listed:
+        name, spec = served["metadata"]["name"], served["spec"]
+        for group in ("containers", "initContainers", "ephemeralContainers"):
+            for env in spec[group][0]["env"]:
+                env["value"] = REDACTED
+        assert written[name] == msgspec.json.encode(spec)
+
+
+class _WrittenMeta(msgspec.Struct):
+    name: str = ""
+
+
+class _WrittenObject(msgspec.Struct):
+    kind: str
+    metadata: _WrittenMeta
+    spec: msgspec.Raw = msgspec.Raw(b"")
