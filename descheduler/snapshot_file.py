@@ -10,7 +10,8 @@ objects of any snapshot file read back one at a time.
   whole. PyYAML builds every scalar in Python (a few ms an object either way, see README): YAML is
   for people and small clusters, JSON for big ones.
 
-`.gz`: gzip, level 1 (the fastest; Kubernetes JSON still shrinks about 20×).
+`.gz`: gzip through ISA-L (`isal`: deflate ~8× and inflate ~2× as fast as zlib, the same format),
+level 1 (Kubernetes JSON still shrinks about 20×).
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, cast
 
 import msgspec
 import yaml
+from isal import igzip, igzip_lib
 
 from descheduler.errors import InputError
 
@@ -38,6 +40,7 @@ _ITEMS_OPEN = b'"items":['
 _ITEMS_CLOSE = b"]}"
 _ABSENT = msgspec.Raw(b"")
 _END = object()
+_INFLATE_ERROR = cast(type[Exception], igzip_lib.IsalError)  # corrupt deflate data (its stub calls it an instance)
 
 
 class Restart(Exception):
@@ -99,7 +102,7 @@ def documents(path: Path, *, whole: bool = False) -> Iterator[tuple[str, Any]]:
             yield from _json_documents(path, whole=whole)
         else:
             yield from _yaml_documents(path, whole=whole)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+    except (EOFError, zlib.error, _INFLATE_ERROR, gzip.BadGzipFile) as error:
         raise InputError(f"not a readable gzip file: {error}", source=str(path)) from None
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file", source=str(path)) from None
@@ -108,7 +111,9 @@ def documents(path: Path, *, whole: bool = False) -> Iterator[tuple[str, Any]]:
 
 
 def _open(path: Path) -> BinaryIO:
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")  # type: ignore[return-value]
+    if path.name.endswith(".gz"):
+        return igzip.open(path, "rb")  # type: ignore[no-any-return, no-untyped-call]
+    return path.open("rb")
 
 
 def _json_documents(path: Path, *, whole: bool) -> Iterator[tuple[str, Any]]:
@@ -341,7 +346,9 @@ def writing(path: Path, snapshot_time: str) -> Iterator[Callable[[bytes], None]]
         with temporary.open("wb", buffering=_BUFFER) as file:
             out: BinaryIO = file
             if path.name.endswith(".gz"):
-                compressed = gzip.GzipFile(filename="", mode="wb", fileobj=file, compresslevel=GZIP_LEVEL, mtime=0)
+                compressed = igzip.GzipFile(  # type: ignore[no-untyped-call]
+                    filename="", mode="wb", fileobj=file, compresslevel=GZIP_LEVEL, mtime=0
+                )
                 out = io.BufferedWriter(compressed, buffer_size=_BUFFER)
             with out:
                 if is_json(path):

@@ -175,6 +175,22 @@ def test_a_json_item_that_is_not_an_object_is_named(tmp_path: Path) -> None:
         load_snapshot(path)
 
 
+def test_a_snapshot_gzipped_by_zlib_loads_as_the_one_written(tmp_path: Path) -> None:
+    """Files older versions wrote (Python's gzip) and any other gzip tool's read as before."""
+    plain = saved(tmp_path / "c.json")
+    other = tmp_path / "other.json.gz"
+    other.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=9))
+    assert summary(load_snapshot(other)) == summary(load_snapshot(saved(tmp_path / "c.json.gz")))
+
+
+def test_a_gzip_file_with_corrupt_data_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.json.gz"
+    compressed = gzip.compress(saved(tmp_path / "c.json").read_bytes())
+    path.write_bytes(compressed[:20] + bytes(len(compressed) - 28) + compressed[-8:])
+    with pytest.raises(InputError, match=r"cluster\.json\.gz: not a readable gzip file"):
+        load_snapshot(path)
+
+
 def test_a_file_named_gz_that_is_not_gzip_is_named(tmp_path: Path) -> None:
     path = tmp_path / "cluster.json.gz"
     path.write_text("{}")
