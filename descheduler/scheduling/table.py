@@ -278,11 +278,20 @@ def build_table(snapshot: Snapshot, args: SchedulingArgs, extra_resources: Seque
 
 
 def pod_rows(snapshot: Snapshot) -> PodRows:
-    """The snapshot's pod rows: the cache's, kept as events arrived, else computed from its pods."""
-    rows = snapshot.pod_rows
-    if rows is not None and rows.fits(snapshot.pods, snapshot.nodes):
-        return rows
-    return rows_of(snapshot.pods, snapshot.nodes)
+    """The snapshot's pod rows: the cache's, kept as events arrived, else computed from its pods
+    (and kept for the next caller: a cycle's node table and its trend both read them)."""
+    global _computed_rows
+    for rows in (snapshot.pod_rows, _computed_rows):
+        if rows is not None and rows.fits(snapshot.pods, snapshot.nodes):
+            return rows
+    _computed_rows = rows_of(snapshot.pods, snapshot.nodes)
+    return _computed_rows
+
+
+# The rows `pod_rows` computed last (for a snapshot without the cache's rows, e.g. a snapshot file's).
+# One slot: a cycle reads one snapshot's rows more than once; they hold that snapshot's pods alive
+# until the next such snapshot.
+_computed_rows: PodRows | None = None
 
 
 def _build_table(snapshot: Snapshot, args: SchedulingArgs, extra_resources: Sequence[str]) -> NodeTable:
