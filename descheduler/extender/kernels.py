@@ -38,7 +38,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 PADDING = 16  # zero bytes after the bytes a words view reads: a read at any offset stays inside
 
-FOUND, NOT_COMPACT, UNKNOWN_NAME = 0, 1, 2  # what `locate` returns first
+FOUND, NOT_COMPACT, UNKNOWN_NAME, MISGUESSED = 0, 1, 2, 3  # what `locate` returns first
 
 
 _KERNELS: list[tuple[Callable[..., Any], bool]] = []
@@ -171,11 +171,23 @@ def _next_special(words: WordArray, at: int, end: int) -> int:
 
 @_compiled
 def locate(
-    raw: ByteArray, words: WordArray, table: WordArray, offsets: IntArray, slots: npt.NDArray[np.int32], cap: int
+    raw: ByteArray,
+    words: WordArray,
+    table: WordArray,
+    offsets: IntArray,
+    slots: npt.NDArray[np.int32],
+    cap: int,
+    guess: bool,
 ) -> tuple[int, IntArray, IntArray, IntArray]:
     """(FOUND, rows, starts, ends) for a compact JSON array of known names (`["a","b"]`: no spaces, no
     escapes, no empty name), name i being raw[starts[i]:ends[i]]; (NOT_COMPACT or UNKNOWN_NAME, ...)
     otherwise. `words` is `words_view(raw)`; `cap`: at most this many names (more: NOT_COMPACT).
+
+    With `guess`, a name is first taken to be as long as the one before it (a cluster's node names
+    often all are) when a quote and a comma or bracket follow at that length, instead of scanning
+    its bytes for the closing quote (a third of the time). Such a name must then equal a table name,
+    and those hold no quote or backslash, so a FOUND answer reads the array exactly as the scan
+    would; any other answer after a guess is MISGUESSED, and the caller asks again without guessing.
 
     In passes over all the names: read and hash them, then each table read for all of them at once (the
     slot, then the row's offsets, then its bytes). The names come in random order, so after the thread
@@ -192,13 +204,24 @@ def locate(
     first = np.empty(cap, np.int64)  # each name's first slot, then its row's offset in the table
     count = 0
     i = 1
+    length = 0  # of the name before
+    guessed = False
+    failed = NOT_COMPACT
     while True:
         if raw[i] != 34:  # "
-            return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
+            return failed, rows[:0], starts[:0], ends[:0]
         start = i + 1
-        end = _next_special(words, start, n)
-        if end >= n - 1 or raw[end] != 34 or end == start or count == cap:
-            return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
+        end = start + length
+        if guess and length > 0 and end < n - 1 and raw[end] == 34 and (raw[end + 1] == 44 or raw[end + 1] == 93):
+            guessed = True
+            failed = MISGUESSED
+        else:
+            end = _next_special(words, start, n)
+            if end >= n - 1 or raw[end] != 34 or end == start:
+                return failed, rows[:0], starts[:0], ends[:0]
+        if count == cap:
+            return failed, rows[:0], starts[:0], ends[:0]
+        length = end - start
         first[count] = _hash(words, start, end) & mask
         starts[count] = start
         ends[count] = end
@@ -206,10 +229,10 @@ def locate(
         after = raw[end + 1]
         if after == 93:  # ]
             if end + 2 != n:
-                return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
+                return failed, rows[:0], starts[:0], ends[:0]
             break
         if after != 44:  # ,
-            return NOT_COMPACT, rows[:0], starts[:0], ends[:0]
+            return failed, rows[:0], starts[:0], ends[:0]
         i = end + 2
     for k in range(count):
         rows[k] = slots[first[k]]
@@ -236,7 +259,7 @@ def locate(
                 break
             s = (s + np.uint64(1)) & mask
         if found < 0:
-            return UNKNOWN_NAME, rows[:0], starts[:0], ends[:0]
+            return MISGUESSED if guessed else UNKNOWN_NAME, rows[:0], starts[:0], ends[:0]
         rows[k] = found
     return FOUND, rows[:count], starts[:count], ends[:count]
 
@@ -413,7 +436,7 @@ def _warm() -> None:
     offsets = np.array([0, 2], dtype=np.int64)
     slots = build_slots(index, offsets, np.ones(1, dtype=np.bool_), 4)
     raw = b'["ab"]'
-    _, rows, starts, ends = locate(np.frombuffer(raw, dtype=np.uint8), words_view(raw), index, offsets, slots, 2)
+    _, rows, starts, ends = locate(np.frombuffer(raw, dtype=np.uint8), words_view(raw), index, offsets, slots, 2, True)
     literals, texts = Pieces.of([b"{", b"", b"", b"}"]), Pieces.of([b'"no"'])
     buffer, out = output(64)
     reason, hopeless = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)

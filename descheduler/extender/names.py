@@ -75,7 +75,10 @@ class NameIndex:
             return None
         buf, words = np.frombuffer(raw, dtype=np.uint8), kernels.words_view(raw)
         names = len(raw) // 3  # a compact array of names holds at most this many
-        status, rows, starts, ends = kernels.locate(buf, words, self._words, self._offsets, self.slots, names)
+        table = (self._words, self._offsets, self.slots, names)
+        status, rows, starts, ends = kernels.locate(buf, words, *table, True)
+        if status == kernels.MISGUESSED:  # a name shorter than the one before it fooled the guess: read them all
+            status, rows, starts, ends = kernels.locate(buf, words, *table, False)
         if status != kernels.FOUND:
             return None
         return Located(rows, NameSpans(starts, ends, words))

@@ -80,6 +80,30 @@ def test_a_name_json_writes_with_escapes_is_found_only_by_the_slow_path() -> Non
         assert index.locate(compact(["plain", name])) is None
 
 
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["abc", "c", ",d"],  # "c" read as long as "abc" would be `c","`: a guess that misses
+        ["abc", "a", "]"],  # and `a","` before the closing bracket
+        ["abc", "abc", "c", "c", ",d", "abc"],
+    ],
+)
+def test_a_name_taken_as_long_as_the_one_before_but_shorter_is_still_found(names: list[str]) -> None:
+    table = sorted(set(names))
+    located = NameIndex(table).locate(compact(names))
+    assert located is not None
+    assert located.rows.tolist() == rows_of(names, table)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["ab", "abc", "b", ",b", "]", ",", "b,", "c", "a,b"]), min_size=1, max_size=12))
+def test_names_of_any_lengths_and_commas_map_to_their_rows(names: list[str]) -> None:
+    table = ["ab", "abc", "b", ",b", "]", ",", "b,", "c", "a,b"]
+    located = NameIndex(table).locate(compact(names))
+    assert located is not None
+    assert located.rows.tolist() == rows_of(names, table)
+
+
 def test_no_table_no_fast_path() -> None:
     assert NameIndex([]).locate(b'["a"]') is None
 
