@@ -135,19 +135,23 @@ class _PassingObject(msgspec.Struct, rename="camel", omit_defaults=True):
     status: msgspec.Raw = _ABSENT
 
 
-class _NodeName(msgspec.Struct, rename="camel"):
-    node_name: str = ""
+class _PassingPod(msgspec.Struct, rename="camel", omit_defaults=True):
+    """A pod with its spec field by field as JSON text (nodeName and the container lists are read)."""
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: _PassingMeta = msgspec.field(default_factory=_PassingMeta)
+    spec: dict[str, msgspec.Raw] | msgspec.UnsetType | None = msgspec.UNSET
+    status: msgspec.Raw = _ABSENT
 
 
 _PASSING_PAGE = msgspec.json.Decoder(RawList[_PassingObject])
+_PASSING_POD_PAGE = msgspec.json.Decoder(RawList[_PassingPod])
 _PLAIN_PAGE = msgspec.json.Decoder(RawList[dict[str, Any]])
-_NODE_NAME = msgspec.json.Decoder(_NodeName)
-_SPEC_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_FIELDS_LIST = msgspec.json.Decoder(list[dict[str, msgspec.Raw]])
 _STRING = msgspec.json.Decoder(str)
 _CONTAINER_GROUPS = ("containers", "initContainers", "ephemeralContainers")
-# Redacted container lists by their text: the pods of a workload share it. Bounded, as one pod's own
-# env values (rare) would make every text new.
-_REDACTED_MEMO_SIZE = 4096
+_REDACTED_VALUE = msgspec.Raw(_ENCODER.encode(REDACTED))
 
 
 class _Kind(msgspec.Struct):
@@ -205,73 +209,41 @@ class _KindListing:
         self.kind = kind
         self.write = write
         self.node_names = node_names
-        self.passing = kind.group in _BUILT_IN_GROUPS
+        self.passing: msgspec.json.Decoder[RawList[Any]] | None = None
+        if kind.group in _BUILT_IN_GROUPS:
+            self.passing = _PASSING_POD_PAGE if kind.kind == "Pod" else _PASSING_PAGE
         self.written: set[str] = set()
         self.names: set[str] = set()
         self.orphans: dict[str, str] = {}  # pod key -> the node it is bound to
-        self.redacted: dict[bytes, msgspec.Raw] = {}  # a container list's text -> its text redacted
 
     def decode(self, body: bytes) -> RawList[Any]:
-        if self.passing:
+        if self.passing is not None:
             try:
-                return _PASSING_PAGE.decode(body)
+                return self.passing.decode(body)
             except msgspec.ValidationError:
                 pass  # an object of an unexpected shape: this page as plain data
         return _PLAIN_PAGE.decode(body)
 
     def write_page(self, page: RawList[Any]) -> None:
         for obj in page.items or ():
-            if isinstance(obj, _PassingObject):
+            if isinstance(obj, _PassingObject | _PassingPod):
                 self._write_passing(obj)
             else:
                 self._write_plain(obj)
 
-    def _write_passing(self, obj: _PassingObject) -> None:
+    def _write_passing(self, obj: _PassingObject | _PassingPod) -> None:
         meta = obj.metadata
+        node = _redact_pod_spec(obj.spec) if isinstance(obj, _PassingPod) else ""
+        if self._skip(meta.namespace, meta.name, node):
+            return
         if not obj.api_version:
             obj.api_version, obj.kind = self.kind.api_version, self.kind.kind
-        spec: msgspec.Raw | str = obj.spec
-        if obj.kind == "Pod" and obj.spec and b'"env"' in bytes(obj.spec):
-            obj.spec, spec = self._redacted_spec(obj.spec)
-        if self._skip(meta.namespace, meta.name, spec):
-            return
         if meta.annotations and _LAST_APPLIED.encode() in bytes(meta.annotations):
             annotations = msgspec.json.decode(meta.annotations)
             if isinstance(annotations, dict):
                 annotations.pop(_LAST_APPLIED, None)
                 meta.annotations = msgspec.Raw(_ENCODER.encode(annotations))
         self.write(_ENCODER.encode(obj))
-
-    def _redacted_spec(self, spec: msgspec.Raw) -> tuple[msgspec.Raw, str]:
-        """A pod spec with its containers' env values redacted, and its nodeName. Only the container
-        lists are decoded (once per distinct text); the other fields pass as the API sent them."""
-        try:
-            fields = _SPEC_FIELDS.decode(spec)
-        except msgspec.ValidationError:  # not an object: redacted as plain data, and bound to no node
-            whole = msgspec.json.decode(spec)
-            _redact_env(whole)
-            return msgspec.Raw(_ENCODER.encode(whole)), ""
-        for group in _CONTAINER_GROUPS:
-            containers = fields.get(group)
-            if containers is not None:
-                fields[group] = self._redacted_containers(containers)
-        try:
-            node = _STRING.decode(fields["nodeName"]) if "nodeName" in fields else ""
-        except msgspec.ValidationError:
-            node = ""
-        return msgspec.Raw(_ENCODER.encode(fields)), node
-
-    def _redacted_containers(self, containers: msgspec.Raw) -> msgspec.Raw:
-        text = bytes(containers)
-        redacted = self.redacted.get(text)
-        if redacted is None:
-            value = msgspec.json.decode(text)
-            _redact_containers(value)
-            redacted = msgspec.Raw(_ENCODER.encode(value))
-            if len(self.redacted) >= _REDACTED_MEMO_SIZE:
-                self.redacted.clear()
-            self.redacted[text] = redacted
-        return redacted
 
     def _write_plain(self, obj: dict[str, Any]) -> None:
         raw_meta = obj.get("metadata")
@@ -282,7 +254,7 @@ class _KindListing:
             return
         self.write(_ENCODER.encode(_redacted({"apiVersion": self.kind.api_version, "kind": self.kind.kind, **obj})))
 
-    def _skip(self, namespace: str, name: str, spec_or_node: msgspec.Raw | str) -> bool:
+    def _skip(self, namespace: str, name: str, node: str) -> bool:
         """Whether to leave the object out: written already (a list started again), or a pod bound
         to a node that does not exist."""
         key = f"{namespace}/{name}"
@@ -290,22 +262,49 @@ class _KindListing:
             return True
         if self.kind.kind == "Node":
             self.names.add(name)
-        if self.node_names is not None:
-            node = spec_or_node if isinstance(spec_or_node, str) else _node_name(spec_or_node)
-            if node and node not in self.node_names:
-                self.orphans[key] = node
-                return True
+        if self.node_names is not None and node and node not in self.node_names:
+            self.orphans[key] = node
+            return True
         self.written.add(key)
         return False
 
 
-def _node_name(spec: msgspec.Raw) -> str:
-    if not spec:
+def _redact_pod_spec(spec: dict[str, msgspec.Raw] | msgspec.UnsetType | None) -> str:
+    """Redact the env values of a pod spec's containers in place; returns its nodeName."""
+    if not isinstance(spec, dict):
+        return ""
+    for group in _CONTAINER_GROUPS:
+        containers = spec.get(group)
+        if containers is not None and b'"env"' in bytes(containers):
+            spec[group] = _redacted_containers(containers)
+    node = spec.get("nodeName")
+    if node is None:
         return ""
     try:
-        return _NODE_NAME.decode(spec).node_name
+        return _STRING.decode(node)
     except msgspec.ValidationError:
         return ""
+
+
+def _redacted_containers(containers: msgspec.Raw) -> msgspec.Raw:
+    """A container list with every env value redacted. Only the env lists are decoded; the other
+    fields pass as the API sent them, which for the API's compact JSON is what decoding it all and
+    encoding it again gives."""
+    try:
+        decoded = _FIELDS_LIST.decode(containers)
+        for container in decoded:
+            env = container.get("env")
+            if env is not None:
+                entries = _FIELDS_LIST.decode(env)
+                for entry in entries:
+                    if "value" in entry:
+                        entry["value"] = _REDACTED_VALUE
+                container["env"] = msgspec.Raw(_ENCODER.encode(entries))
+    except msgspec.ValidationError:  # not lists of objects: as plain data
+        value = msgspec.json.decode(containers)
+        _redact_containers(value)
+        return msgspec.Raw(_ENCODER.encode(value))
+    return msgspec.Raw(_ENCODER.encode(decoded))
 
 
 def _redacted(obj: dict[str, Any]) -> dict[str, Any]:

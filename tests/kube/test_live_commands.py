@@ -20,7 +20,7 @@ from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import load_demo_scenario
 from descheduler.kube import KubeClient
-from descheduler.kube.live import REDACTED, save_snapshot
+from descheduler.kube.live import REDACTED, _redact_containers, _redacted_containers, save_snapshot
 from descheduler.policy import default_policy
 from descheduler.snapshot import SNAPSHOT_TIME_ANNOTATION, load_snapshot
 
@@ -238,3 +238,21 @@ class _WrittenObject(msgspec.Struct):
     kind: str
     metadata: _WrittenMeta
     spec: msgspec.Raw = msgspec.Raw(b"")
+
+
+@pytest.mark.parametrize(
+    "containers",
+    [
+        [{"name": "a", "env": [{"name": "X", "value": "s"}, {"name": "Y", "valueFrom": {}}, {"name": "Z"}]}],
+        [{"name": "a", "env": []}, {"name": "b", "env": [{"name": "X", "value": None}]}],
+        [{"name": "a", "env": None}],  # not a list: read as plain data
+        [{"name": "a", "env": ["X=s"]}],
+        ["not a container"],
+        {"not": "a list"},
+    ],
+)
+def test_container_env_values_are_redacted_as_plain_data_would_be(containers: Any) -> None:
+    text = msgspec.json.encode(containers)
+    expected = msgspec.json.decode(text)
+    _redact_containers(expected)
+    assert bytes(_redacted_containers(msgspec.Raw(text))) == msgspec.json.encode(expected)
