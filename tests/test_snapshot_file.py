@@ -67,6 +67,15 @@ def test_every_format_loads_back_what_was_written(tmp_path: Path, suffix: str) -
     ]
 
 
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_items_longer_than_a_read_and_items_across_reads_load(tmp_path: Path, suffix: str) -> None:
+    big = pod("big", "n1")
+    big["metadata"]["annotations"] = {"note": "x" * (3 << 20)}  # three of the reader's 1 MiB blocks
+    pods = [pod(f"p{i:05d}", "n2") for i in range(3000)]  # ~0.6 MiB: some lines cross a block's end
+    snapshot = load_snapshot(saved(tmp_path / f"cluster{suffix}", [node("n1"), node("n2"), *pods, big]))
+    assert [p.name for p in snapshot.pods] == ["big", *(p["metadata"]["name"] for p in pods)]  # sorted
+
+
 def test_a_json_snapshot_is_one_list_with_one_item_per_line(tmp_path: Path) -> None:
     text = saved(tmp_path / "cluster.json").read_text()
     document = json.loads(text)  # plain JSON for any tool
