@@ -82,7 +82,7 @@ def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime)
     # the keys written) grows by the object, and every full collection would walk it again.
     with paused_gc():
         try:
-            reading = reader.read(now, keep_objects=True)
+            reading = reader.read(now, keep_objects=True, usage=False)
         finally:
             reader.close()
         with snapshot_file.writing(path, format_time(now)) as write:

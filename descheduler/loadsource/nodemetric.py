@@ -36,7 +36,7 @@ class NodeMetricReader:
         self.client = client
         self.cache = cache if cache is not None and cache.has(NODE_METRICS) else None
 
-    def read(self, now: datetime, *, keep_objects: bool = False) -> LoadReading:
+    def read(self, now: datetime, *, keep_objects: bool = False, usage: bool = True) -> LoadReading:
         objects: list[msgspec.Raw] = []
         if self.cache is not None and not keep_objects:
             records, problems = self._from_cache(self.cache)

@@ -93,7 +93,7 @@ class PrometheusReader:
         self._pool = pool or urllib3.PoolManager(retries=retries, maxsize=4)
         self._url = config.address.rstrip("/") + "/api/v1/query"
 
-    def read(self, now: datetime, *, keep_objects: bool = False) -> LoadReading:
+    def read(self, now: datetime, *, keep_objects: bool = False, usage: bool = True) -> LoadReading:
         headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
         token = self._token()
         if token:
@@ -119,14 +119,14 @@ class PrometheusReader:
         pod_usage: dict[str, PodUsage] = {}
         pods = _pairs("pod", pod_cpu_values, pod_memory_values, warnings)
         for (namespace, pod), (stamp, cpu, memory) in pods.items():
-            usage = PodUsage(
+            record = PodUsage(
                 namespace=namespace,
                 name=pod,
                 timestamp=stamp,
                 usage=Resources({"cpu": cpu, "memory": memory}),
                 source=SOURCE,
             )
-            pod_usage[usage.key] = usage
+            pod_usage[record.key] = record
         objects = _as_metrics_objects(node_usage, pod_usage, window) if keep_objects else ()
         return LoadReading(
             source=SOURCE,

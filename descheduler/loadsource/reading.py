@@ -61,8 +61,10 @@ class LoadReader(Protocol):
     def source(self) -> str:
         """A short name for logs and reports: metrics.k8s.io, NodeMetric, prometheus."""
 
-    def read(self, now: datetime, *, keep_objects: bool = False) -> LoadReading:
-        """Usage as of `now`; with `keep_objects`, also the objects to write into a snapshot file."""
+    def read(self, now: datetime, *, keep_objects: bool = False, usage: bool = True) -> LoadReading:
+        """Usage as of `now`; with `keep_objects`, also the objects to write into a snapshot file.
+        `usage=False` (with `keep_objects`, for `snapshot save`): a reader may leave out usage it would
+        have to build only to be thrown away; the objects and the warnings are the same."""
 
     def close(self) -> None:
         """Release connections."""

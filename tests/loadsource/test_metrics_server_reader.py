@@ -112,3 +112,22 @@ def test_kept_objects_replay_to_the_same_usage(server: FakeApiServer, kube: Kube
     replayed = load_snapshot_objects([node, *reading.objects], NOW)
     assert dict(replayed.node_usage) == dict(reading.node_usage)
     assert dict(replayed.pod_usage) == dict(reading.pod_usage)
+
+
+def test_objects_without_usage_carry_the_same_objects_and_warnings(server: FakeApiServer, kube: KubeClient) -> None:
+    """`snapshot save` reads no pod usage, but every PodMetrics the reader refuses is still named, and why."""
+    bad_quantity = pod_metrics("bad-quantity", ("lots", "100Mi"))
+    negative = pod_metrics("negative", ("-5m", "100Mi"))
+    bad_type = pod_metrics("bad-type", ("250m", "100Mi"))
+    bad_type["containers"][0]["name"] = 7
+    no_stamp = pod_metrics("no-stamp", ("250m", "100Mi"))
+    del no_stamp["timestamp"]
+    good = [pod_metrics(f"web-{i}", ("250m", "100Mi"), ("1", "1Gi")) for i in range(3)]
+    server.store.load([node_metrics("n1"), *good, bad_quantity, negative, bad_type, no_stamp])
+    full = MetricsServerReader(kube).read(NOW, keep_objects=True)
+    bare = MetricsServerReader(kube).read(NOW, keep_objects=True, usage=False)
+    assert len(full.warnings) == 4
+    assert bare.warnings == full.warnings
+    assert bare.objects == full.objects
+    assert dict(bare.node_usage) == dict(full.node_usage)
+    assert len(full.pod_usage) == 3 and not bare.pod_usage
