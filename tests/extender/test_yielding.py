@@ -107,6 +107,18 @@ def test_a_rebuild_without_requests_hands_the_core_over_now_and_then(monkeypatch
     assert 2 <= len(handed) <= elapsed / yielding.YIELD_EVERY + 1
 
 
+def test_a_rebuild_of_few_long_c_calls_still_hands_the_core_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass over pods in slices makes a few calls per slice of ~1 ms: the hand-overs come within a
+    few slices, not only after hundreds of them."""
+    handed: list[float] = []
+    monkeypatch.setattr(yielding, "_hand_over", lambda: handed.append(time.perf_counter()))
+    gate = RequestsFirst()
+    with gate.yielding():
+        for _ in range(40):
+            sum(range(100_000))  # one C call of about a millisecond
+    assert len(handed) >= 5
+
+
 def test_requests_in_flight_are_counted_across_threads() -> None:
     gate = RequestsFirst()
 
