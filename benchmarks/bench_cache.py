@@ -63,13 +63,14 @@ def _page(list_kind: str, items: list[dict[str, Any]], token: str) -> bytes:
     return msgspec.json.encode({"kind": list_kind, "apiVersion": "v1", "metadata": meta, "items": items})
 
 
-def fill_cache(cache: ClusterCache, n_nodes: int, n_pods: int) -> tuple[float, float, int]:
+def fill_cache(cache: ClusterCache, n_nodes: int, n_pods: int, pinned: bool = False) -> tuple[float, float, int]:
     """Decode the node and pod lists into the cache as a reflector does (GC paused while listing);
-    returns (wall and CPU seconds spent decoding and applying, JSON bytes)."""
+    returns (wall and CPU seconds spent decoding and applying, JSON bytes). `pinned`: see
+    `server_shapes.pods`."""
     spent, cpu, size = 0.0, 0.0, 0
     for name, objects, list_kind in (
         (NODES, node_objects(n_nodes), "NodeList"),
-        (PODS, pod_objects(n_pods, n_nodes), "PodList"),
+        (PODS, pod_objects(n_pods, n_nodes, pinned=pinned), "PodList"),
     ):
         kind = KINDS[name]
         listed = Listed()

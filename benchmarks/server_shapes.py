@@ -61,8 +61,10 @@ def _template(kind: str) -> bytes:
     return _TIME.sub(f'"{CREATED}"'.encode(), text)
 
 
-def pods(count: int, node_count: int, start_rv: int = 1000) -> Iterator[Obj]:
-    """`fake_apiserver_load.pods(count, node_count)`, each in a copy of the real server's pod."""
+def pods(count: int, node_count: int, start_rv: int = 1000, pinned: bool = False) -> Iterator[Obj]:
+    """`fake_apiserver_load.pods(count, node_count)`, each in a copy of the real server's pod. `pinned`
+    keeps the copy's nodeSelector, which names the node the shape was read from: no generated node has
+    that name, so no pod fits anywhere else."""
     template = _template("pod")
     for i, made in enumerate(generated_pods(count, node_count)):
         pod: Obj = msgspec.json.decode(template)
@@ -80,7 +82,8 @@ def pods(count: int, node_count: int, start_rv: int = 1000) -> Iterator[Obj]:
         )
         spec, status = pod["spec"], pod["status"]
         spec["nodeName"] = made["spec"]["nodeName"]
-        del spec["nodeSelector"]  # the shape test's pin to its own node: the generated pods have none
+        if not pinned:
+            del spec["nodeSelector"]  # the shape test's pin to its own node: the generated pods have none
         spec["priority"] = made["spec"]["priority"]
         statuses = status["containerStatuses"]
         for container, wanted, state in zip(spec["containers"], made["spec"]["containers"], statuses, strict=True):

@@ -102,6 +102,28 @@ def test_the_runner_writes_results_for_a_named_benchmark(tmp_path: Path) -> None
     assert "### Planning cycle at 5,000 nodes" in text and "| one cycle from the cache" in text
 
 
+def test_the_pinned_planning_benchmark_has_candidates_that_fit_nowhere(tmp_path: Path) -> None:
+    """planning-5000-pinned measures the cycle where every candidate is refused by every node; the
+    same cluster unpinned plans moves, so it is the pin that stops them."""
+    env = {**os.environ, "BENCH_NODES": "200", "BENCH_PODS": "6000"}
+    runs = {}
+    for name in ("planning-5000-pinned", "planning-5000"):
+        output = tmp_path / name / "RESULTS.md"
+        done = subprocess.run(
+            [sys.executable, "benchmarks/run.py", name, "--runs", "1", "--output", str(output)],
+            cwd=ROOT,
+            env={**env, "BENCH_CYCLES": "1"} if name == "planning-5000" else env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        runs[name] = json.loads((output.parent / "results.json").read_text())["benchmarks"][name]["runs"][0]
+    assert runs["planning-5000-pinned"]["moves"] == 0 and runs["planning-5000-pinned"]["skipped"] > 0
+    assert runs["planning-5000"]["moves"] > 0
+
+
 def test_a_failed_run_keeps_the_last_measurement_with_the_failure_beside_it(tmp_path: Path) -> None:
     before = {"date": "2026-01-01 00:00 UTC", "runs": [{"cycle_seconds": [0.5]}], "seconds": 9.0}
     (tmp_path / "results.json").write_text(json.dumps({"benchmarks": {"planning-5000": before}}))
