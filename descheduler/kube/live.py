@@ -238,6 +238,8 @@ class _KindListing:
             return
         if not obj.api_version:
             obj.api_version, obj.kind = self.kind.api_version, self.kind.kind
+        if isinstance(obj, _PassingObject) and obj.spec is not _ABSENT and b'"env"' in bytes(obj.spec):
+            obj.spec = _redacted_template_spec(obj.spec)
         if meta.annotations and _LAST_APPLIED.encode() in bytes(meta.annotations):
             annotations = msgspec.json.decode(meta.annotations)
             if isinstance(annotations, dict):
@@ -307,18 +309,35 @@ def _redacted_containers(containers: msgspec.Raw) -> msgspec.Raw:
     return msgspec.Raw(_ENCODER.encode(decoded))
 
 
+def _redacted_template_spec(spec: msgspec.Raw) -> msgspec.Raw:
+    """A workload's spec with its pod template's env values redacted (workloads are few: decoded whole)."""
+    value = msgspec.json.decode(spec)
+    _redact_template(value)
+    return msgspec.Raw(_ENCODER.encode(value))
+
+
 def _redacted(obj: dict[str, Any]) -> dict[str, Any]:
     """Drop what a shared file must not carry and planning never reads: managed fields, the
-    last-applied manifest, and container environment values (they may hold credentials)."""
+    last-applied manifest, and container environment values (they may hold credentials): a pod's,
+    and those of a workload's pod template."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
         annotations = meta.get("annotations")
         if isinstance(annotations, dict):
             annotations.pop(_LAST_APPLIED, None)
-    if obj.get("kind") == "Pod" and isinstance(obj.get("spec"), dict):
-        _redact_env(obj["spec"])
+    if obj.get("kind") == "Pod":
+        _redact_env(obj.get("spec"))
+    else:
+        _redact_template(obj.get("spec"))
     return obj
+
+
+def _redact_template(spec: Any) -> None:
+    """The env values of the pod template in a workload's spec (`spec.template.spec`), as a pod's."""
+    template = spec.get("template") if isinstance(spec, dict) else None
+    if isinstance(template, dict):
+        _redact_env(template.get("spec"))
 
 
 def _redact_env(spec: Any) -> None:

@@ -256,3 +256,38 @@ def test_container_env_values_are_redacted_as_plain_data_would_be(containers: An
     expected = msgspec.json.decode(text)
     _redact_containers(expected)
     assert bytes(_redacted_containers(msgspec.Raw(text))) == msgspec.json.encode(expected)
+
+
+@pytest.mark.parametrize("suffix", ["json", "yaml"])
+@pytest.mark.parametrize("kind", ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"])
+def test_saved_workloads_carry_no_env_values_of_their_pod_templates(tmp_path: Path, kind: str, suffix: str) -> None:
+    """A workload's pod template holds the same env values its pods do: they are redacted alike."""
+    template = _pod_with_shared_env("template", "n1")
+    template["spec"].pop("nodeName", None)
+    template["spec"]["containers"][0]["env"].append({"name": "PASSWORD", "value": "hunter2"})
+    workload = {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": "web", "namespace": "default", "uid": f"{kind}-web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+    with FakeApiServer() as server:
+        server.store.load([node("n1"), workload])
+        kube = KubeClient(server.configuration(), qps=0, burst=0)
+        try:
+            saved = save_snapshot(kube, default_policy(), tmp_path / f"s.{suffix}", datetime(2026, 1, 15, tzinfo=UTC))
+        finally:
+            kube.close()
+    assert saved.counts[kind] == 1
+    text = (tmp_path / f"s.{suffix}").read_text()
+    assert "hunter2" not in text and "a&b" not in text
+    [item] = [i for i in (yaml.safe_load(text) if suffix == "yaml" else json.loads(text))["items"] if i["kind"] == kind]
+    spec = item["spec"]["template"]["spec"]
+    assert spec["containers"][0]["env"] == [
+        {"name": "TOKEN", "value": REDACTED},
+        {"name": "MODE", "value": REDACTED},
+        {"name": "PASSWORD", "value": REDACTED},
+    ]
+    assert spec["initContainers"][0]["env"] == [{"name": "INIT", "value": REDACTED}]
+    assert spec["ephemeralContainers"][0]["env"] == [{"name": "DBG", "value": REDACTED}]
+    assert item["spec"]["replicas"] == 2 and item["spec"]["selector"] == {"matchLabels": {"app": "web"}}
