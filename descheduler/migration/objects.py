@@ -45,9 +45,27 @@ ANNOTATION_WORKLOAD: Final = "descheduler.dev/workload"
 ANNOTATION_WORKLOAD_UID: Final = JOB_WORKLOAD_UID_ANNOTATION
 ANNOTATION_CYCLE: Final = "descheduler.dev/cycle"
 
-# The scheduler side (extender) renews this Lease, in the namespace it shares with the controller,
-# while it answers: the controller's evidence that Reservations are honoured (migration.md §3).
+# The scheduler side (extender) renews this Lease while it answers: the controller's evidence that
+# Reservations are honoured (migration.md §3). Both default to the same place, and the deploy
+# manifests pass it to both (`--scheduler-lease NAMESPACE/NAME`).
 SCHEDULER_LEASE: Final = "descheduler-scheduler"
+SCHEDULER_LEASE_NAMESPACE: Final = "descheduler-system"
+# On that Lease: the pod `schedulerName`s whose scheduler asks the extender (comma-separated). A
+# move gets a Reservation only when its pod's schedulerName is listed.
+ANNOTATION_SCHEDULER_NAMES: Final = "descheduler.dev/scheduler-names"
+# The schedulerName a pod with none set gets from the API server.
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+# While a node has moves in flight without a Reservation, it carries this taint (PreferNoSchedule),
+# so a stock scheduler puts the replacements elsewhere (migration.md §3).
+TAINT_MOVING_OFF: Final = "descheduler.dev/moving-off"
+
+
+def parse_lease_ref(text: str) -> tuple[str, str]:
+    """`NAMESPACE/NAME` (or `NAMESPACE`, with the default name) -> (namespace, name)."""
+    namespace, _, name = text.strip().partition("/")
+    if not namespace or "/" in name:
+        raise ValueError(f"{text!r}: expected NAMESPACE/NAME, e.g. {SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE}")
+    return namespace, name or SCHEDULER_LEASE
 
 Mode = Literal["ReservationFirst", "EvictDirectly"]
 EvictionPolicy = Literal["Eviction", "Delete"]
