@@ -35,7 +35,13 @@ from descheduler.policy.lownodeload import (
     PodSortKey,
     PoolArgs,
 )
-from descheduler.policy.migration import MigrationArgs, ObjectLimiter, ObjectLimiters, workload_limit
+from descheduler.policy.migration import (
+    MigrationArgs,
+    ObjectLimiter,
+    ObjectLimiters,
+    ReservationSchedulerArgs,
+    workload_limit,
+)
 from descheduler.policy.quotareclaim import QuotaReclaimArgs
 from descheduler.policy.scheduling import AggregatedArgs, SchedulingArgs
 
@@ -54,6 +60,7 @@ __all__ = [
     "LowNodeLoadArgs",
     "MetricsServerSource",
     "MigrationArgs",
+    "ReservationSchedulerArgs",
     "NamespaceFilter",
     "NodeMetricSource",
     "NodePool",

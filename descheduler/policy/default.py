@@ -203,4 +203,15 @@ migration:
   evictQPS: 10
   evictBurst: 1
   cooldown: 10m                      # no second move of a workload, no source node as target, within this
+  # A move holds room on its target (a Reservation) only when a reservation-aware scheduler (the
+  # extender, deploy/overlays/with-scheduler) serves the pod's schedulerName: it renews the Lease
+  # descheduler-system/descheduler-scheduler (`descheduler run --scheduler-lease`) and lists the
+  # schedulerNames it serves there. Every other move evicts without a Reservation, and is judged
+  # by where the replacement lands (descheduler_moves_without_reservation_total counts them).
+  reservationScheduler:
+    expect: Preferred                # Required: never evict without a Reservation; the job waits
+                                     # Preferred: wait `grace`, then move without one; Absent: never reserve
+    grace: 30s                       # after the controller starts, or after the Lease goes stale
+  steerOffSource: true               # while a node has moves without a Reservation in flight, it carries
+                                     # the taint descheduler.dev/moving-off:PreferNoSchedule
 """

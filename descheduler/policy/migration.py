@@ -22,6 +22,22 @@ class ObjectLimiters(PolicyModel):
     workload: ObjectLimiter = Field(default_factory=ObjectLimiter)
 
 
+class ReservationSchedulerArgs(PolicyModel):
+    """Whether moves wait for a reservation-aware scheduler (the extender's Lease, migration.md §3)."""
+
+    expect: Literal["Required", "Preferred", "Absent"] = Field(
+        default="Preferred",
+        description=(
+            "Required: never evict without a Reservation (jobs wait); Preferred: wait `grace`, then move "
+            "without one; Absent: never make a Reservation"
+        ),
+    )
+    grace: PositiveDuration = Field(
+        default=timedelta(seconds=30),
+        description="Preferred: how long to wait for the scheduler after the controller starts or loses its Lease",
+    )
+
+
 class MigrationArgs(PolicyModel):
     """PodMigrationJob defaults and arbitration limits (unset = no limit)."""
 
@@ -44,6 +60,11 @@ class MigrationArgs(PolicyModel):
     object_limiters: ObjectLimiters = Field(default_factory=ObjectLimiters)
     evict_qps: float = Field(default=10.0, gt=0, alias="evictQPS")
     evict_burst: int = Field(default=1, ge=1)
+    reservation_scheduler: ReservationSchedulerArgs = Field(default_factory=ReservationSchedulerArgs)
+    steer_off_source: bool = Field(
+        default=True,
+        description="while a node has moves in flight without a Reservation, it carries a PreferNoSchedule taint",
+    )
     cooldown: Duration = Field(
         default=timedelta(minutes=10),
         description="a moved workload is not moved again, and a source node is not a target, within this",
