@@ -177,6 +177,19 @@ EXTENDER_NODES = Gauge(
     "Nodes in the extender's current cluster state.",
     registry=REGISTRY,
 )
+EXTENDER_LEASE_RENEWALS = Counter(
+    "descheduler_extender_lease_renewals_total",
+    "Renewals of the scheduler Lease by result (ok; forbidden: RBAC refused, 403; error: anything else).",
+    ["result"],
+    registry=REGISTRY,
+)
+EXTENDER_LEASE_RENEWED = Gauge(
+    "descheduler_extender_lease_renewed_timestamp_seconds",
+    "Unix time of this extender's last successful renewal of the scheduler Lease (0: none yet).",
+    registry=REGISTRY,
+)
+for _result in ("ok", "forbidden", "error"):
+    EXTENDER_LEASE_RENEWALS.labels(_result)
 
 
 def sample(name: str, labels: dict[str, str] | None = None) -> float:

@@ -3,7 +3,9 @@
 No leader election: every replica answers from its own cache, so any number can sit behind the
 Service kube-scheduler calls. Against a cluster, each replica also acknowledges Pending
 Reservations once its state holds them, serves the bind verb, and renews the scheduler Lease
-(`SCHEDULER_LEASE`, a heartbeat every replica shares) while it is ready.
+(`--scheduler-lease`, by default `SCHEDULER_LEASE_NAMESPACE/SCHEDULER_LEASE`, where the controller
+looks; a heartbeat every replica shares) while it is ready, announcing on it the pod schedulerNames
+whose profile calls it (`--scheduler-name`).
 SIGTERM/SIGINT stop the server (in-flight requests finish) and the
 process exits 0. The policy file is re-read every few seconds; new `scheduling` arguments apply
 from the next refresh (a changed `loadSource` needs a restart, and says so).
@@ -30,6 +32,7 @@ from descheduler.controller.reload import PolicyFile
 from descheduler.errors import InputError, NoClusterConfigError
 from descheduler.extender.lease import SchedulerLease
 from descheduler.extender.reservations import ReservationWriter
+from descheduler.extender.scheduler_names import LOAD_AWARE_SCHEDULER, SchedulerNames
 from descheduler.extender.server import DEFAULT_MAX_BODY, DEFAULT_PORT, ExtenderServer
 from descheduler.extender.service import Extender, RefreshTiming
 from descheduler.extender.sources import CacheSource, ClusterSource, SnapshotFileSource
@@ -37,6 +40,7 @@ from descheduler.flags import LogLevelOption, check_log_level, check_port
 from descheduler.kube.cli import ContextOption, KubeconfigOption
 from descheduler.kube.client import KubeClient
 from descheduler.kube.kinds import QUOTAS
+from descheduler.migration.objects import SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE, parse_lease_ref
 from descheduler.policy import Policy, QuotaReclaimArgs, default_policy
 from descheduler.scheduling.quota import DEFAULT_PARENT_LABEL, DEFAULT_QUOTA_LABEL
 
@@ -66,7 +70,8 @@ class ExtenderOptions:
     load_interval: float = 15.0
     max_body: int = DEFAULT_MAX_BODY
     identity: str = ""  # default: the host name (the pod's name in a cluster)
-    lease_namespace: str = ""  # default: the pod's namespace
+    scheduler_lease: tuple[str, str] = (SCHEDULER_LEASE_NAMESPACE, SCHEDULER_LEASE)  # (namespace, name)
+    scheduler_names: tuple[str, ...] = (LOAD_AWARE_SCHEDULER,)
 
 
 @contextmanager
@@ -117,14 +122,26 @@ def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
     with cluster_connection(policy, options) as (source, client):
         writer = ReservationWriter(client, identity) if client is not None else None
         timing = RefreshTiming(interval=options.refresh_interval)
-        extender = Extender(source, policy.scheduling, timing=timing, writer=writer, quota_labels=quota_labels(policy))
+        served = SchedulerNames(options.scheduler_names) if client is not None else None
+        extender = Extender(
+            source,
+            policy.scheduling,
+            timing=timing,
+            writer=writer,
+            quota_labels=quota_labels(policy),
+            scheduler_names=served,
+        )
         server = ExtenderServer(extender, options.host, options.port, max_body=options.max_body)
         lease = None
         if client is not None:
-            from descheduler.controller.command import pod_namespace  # `run`'s choice, imported only here
-
+            namespace, name = options.scheduler_lease
             lease = SchedulerLease(
-                client, options.lease_namespace or pod_namespace(), identity, ready=lambda: extender.not_ready() is None
+                client,
+                namespace,
+                identity,
+                name=name,
+                scheduler_names=options.scheduler_names,
+                ready=lambda: extender.not_ready() is None,
             )
         stop = threading.Event()
         extender.start()
@@ -217,9 +234,22 @@ def extender_command(
     identity: Annotated[
         str, typer.Option("--identity", help="who acknowledges Reservations and renews the Lease (default: hostname)")
     ] = "",
-    lease_namespace: Annotated[
-        str, typer.Option("--lease-namespace", help="namespace of the scheduler Lease (default: the pod's namespace)")
-    ] = "",
+    scheduler_lease: Annotated[
+        str,
+        typer.Option(
+            "--scheduler-lease",
+            help="NAMESPACE/NAME of the Lease renewed while serving, where `descheduler run --scheduler-lease` looks",
+        ),
+    ] = f"{SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE}",
+    scheduler_names: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scheduler-name",
+            help="a pod schedulerName whose kube-scheduler profile calls this extender (repeatable): moves of "
+            f"those pods get a Reservation [default: {LOAD_AWARE_SCHEDULER}]",
+            show_default=False,
+        ),
+    ] = None,
     log_level: LogLevelOption = "info",
 ) -> None:
     """Serve the kube-scheduler HTTP extender (filter, prioritize, bind) with the load-aware scheduling core."""
@@ -233,6 +263,13 @@ def extender_command(
     check_port(port)
     if max_request_bytes < 1024:
         raise InputError(f"must be at least 1024, got {max_request_bytes}", field="--max-request-bytes")
+    try:
+        lease_ref = parse_lease_ref(scheduler_lease)
+    except ValueError as error:
+        raise InputError(str(error), field="--scheduler-lease") from None
+    names = tuple(name.strip() for name in scheduler_names or (LOAD_AWARE_SCHEDULER,))
+    if not all(names):
+        raise InputError("must be a pod schedulerName, got an empty one", field="--scheduler-name")
     check_log_level(log_level)
     configure_logging(log_level)
     options = ExtenderOptions(
@@ -245,6 +282,7 @@ def extender_command(
         load_interval=load_interval,
         max_body=max_request_bytes,
         identity=identity,
-        lease_namespace=lease_namespace,
+        scheduler_lease=lease_ref,
+        scheduler_names=names,
     )
     raise typer.Exit(run_extender(policy, options))

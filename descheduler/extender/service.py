@@ -14,7 +14,8 @@ not CPython's default 5 ms per switch.
 Reservation changes are written into the current state as they arrive (`apply_reservation`), and only then
 is a Pending Reservation acknowledged, so the migration controller never evicts before the
 answers hold the room. With a `ReservationWriter` the extender also serves kube-scheduler's bind
-verb: it consumes (or fails) the pod's Reservation and binds the pod (`reservations`).
+verb: it consumes (or fails) the pod's Reservation and binds the pod (`reservations`). With
+`SchedulerNames`, a pod whose schedulerName the extender does not announce is warned about, once a name.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from descheduler.extender import protocol
 from descheduler.extender.decisions import refuse_everywhere
 from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationRecord, ReservationWriter
+from descheduler.extender.scheduler_names import SchedulerNames
 from descheduler.extender.sources import ClusterSource
 from descheduler.extender.state import AssumedPods, Candidates, ClusterState, apply_reservation, release_pod
 from descheduler.extender.yielding import RequestsFirst
@@ -76,8 +78,10 @@ class Extender:
         clock: Callable[[], float] = time.monotonic,
         writer: ReservationWriter | None = None,
         quota_labels: tuple[str, str] = (DEFAULT_QUOTA_LABEL, DEFAULT_PARENT_LABEL),
+        scheduler_names: SchedulerNames | None = None,
     ) -> None:
         self.source = source
+        self.scheduler_names = scheduler_names  # None: no check (a snapshot file: no Reservations anyway)
         self.quota_labels = quota_labels  # (pod label naming its quota, quota label naming its parent)
         self._args = args
         self.timing = timing or RefreshTiming()
@@ -335,6 +339,8 @@ class Extender:
             if pod is None:
                 error = f"pod {key} is unknown to the extender (not asked about, not in its cache)"
             else:
+                if self.scheduler_names is not None:
+                    self.scheduler_names.check(pod)
                 try:
                     self.writer.bind(pod, args.Node, self._wrote_reservation, self._claimable)
                     error = ""
@@ -437,6 +443,8 @@ class Extender:
                 while len(self._pods) > POD_CACHE_SIZE:
                     self._pods.popitem(last=False)
             self._remember_pod(pod)
+            if self.scheduler_names is not None:  # once per decoded pod: prioritize sends the same bytes
+                self.scheduler_names.check(pod)
         return pod
 
 

@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 
 from descheduler.cli import app
 from descheduler.errors import InputError
+from descheduler.extender import command as command_module
+from descheduler.extender.command import ExtenderOptions
 
 from .conftest import extender_args, kube_pod
 
@@ -44,12 +46,50 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
         (["--snapshot", str(DEMO), "--refresh-interval", "0"], "--refresh-interval: must be a positive number"),
         (["--snapshot", str(DEMO), "--port", "70000"], "--port: must be a port number (0–65535), got 70000"),
         (["--snapshot", str(DEMO), "--max-request-bytes", "10"], "--max-request-bytes: must be at least 1024"),
+        (
+            ["--snapshot", str(DEMO), "--scheduler-lease", "a/b/c"],
+            "--scheduler-lease: 'a/b/c': expected NAMESPACE/NAME, e.g. descheduler-system/descheduler-scheduler",
+        ),
+        (
+            ["--snapshot", str(DEMO), "--scheduler-lease", "/name"],
+            "--scheduler-lease: '/name': expected NAMESPACE/NAME",
+        ),
+        (["--snapshot", str(DEMO), "--scheduler-name", ""], "--scheduler-name: must be a pod schedulerName"),
     ],
 )
 def test_bad_flags_are_refused_with_the_flag_named(args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, ["extender", "--policy", str(POLICY), *args])
     assert isinstance(result.exception, InputError)
     assert message in str(result.exception)
+
+
+@pytest.mark.parametrize(
+    ("args", "lease", "names"),
+    [
+        ([], ("descheduler-system", "descheduler-scheduler"), ("load-aware-scheduler",)),
+        (["--scheduler-lease", "kube-system/my-lease"], ("kube-system", "my-lease"), ("load-aware-scheduler",)),
+        (["--scheduler-lease", "kube-system"], ("kube-system", "descheduler-scheduler"), ("load-aware-scheduler",)),
+        (
+            ["--scheduler-name", "a", "--scheduler-name", "b"],
+            ("descheduler-system", "descheduler-scheduler"),
+            ("a", "b"),
+        ),
+    ],
+)
+def test_the_scheduler_lease_and_names_reach_the_extender(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], lease: tuple[str, str], names: tuple[str, ...]
+) -> None:
+    seen: list[ExtenderOptions] = []
+
+    def run_extender(policy: Path | None, options: ExtenderOptions) -> int:
+        seen.append(options)
+        return 0
+
+    monkeypatch.setattr(command_module, "run_extender", run_extender)
+    result = CliRunner().invoke(app, ["extender", "--policy", str(POLICY), "--kubeconfig", "/nowhere", *args])
+    assert result.exit_code == 0, result.output
+    [options] = seen
+    assert (options.scheduler_lease, options.scheduler_names) == (lease, names)
 
 
 def test_a_bad_flag_or_a_missing_policy_file_exits_1_with_one_line(tmp_path: Path) -> None:

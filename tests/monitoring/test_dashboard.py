@@ -25,6 +25,8 @@ NOT_ON_THE_DASHBOARD = {
     "descheduler_extender_refreshes": "the extender is another process",
     "descheduler_extender_assumed_pods": "the extender is another process",
     "descheduler_extender_nodes": "the extender is another process",
+    "descheduler_extender_lease_renewals": "the extender is another process",
+    "descheduler_extender_lease_renewed_timestamp_seconds": "the extender is another process",
 }
 GRAFANA_BUILTINS = {"__rate_interval", "__interval"}
 

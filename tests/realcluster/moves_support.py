@@ -28,6 +28,7 @@ from realcluster_support import create, create_node, merge_patch
 from standin import ObjectWatch
 
 from descheduler.kube import KubeApiError, KubeClient
+from descheduler.migration.objects import SCHEDULER_LEASE
 from tests.waiting import wait_for
 
 Obj = dict[str, Any]
@@ -164,7 +165,8 @@ def _same_series(key: str, name: str, labels: dict[str, str]) -> bool:
 def extender_process(workdir: Path, kubeconfig: Path, policy: Path, lease_namespace: str) -> OurProcess:
     port = free_port()
     args = ["extender", "--policy", str(policy), "--kubeconfig", str(kubeconfig), "--host", "127.0.0.1"]
-    args += ["--port", str(port), "--identity", "extender-0", "--lease-namespace", lease_namespace]
+    args += ["--port", str(port), "--identity", "extender-0"]
+    args += ["--scheduler-lease", f"{lease_namespace}/{SCHEDULER_LEASE}", "--scheduler-name", LOAD_AWARE_SCHEDULER]
     # The load is re-read every 2 s (the publisher's period), not every 15 s.
     args += ["--load-interval", "2"]
     return OurProcess("extender", args, workdir / "extender.log", port)
