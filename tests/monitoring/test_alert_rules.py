@@ -74,6 +74,7 @@ def test_the_alerts_an_operator_needs_are_shipped_each_saying_what_to_do() -> No
         "DeschedulerMigrationsFailing",
         "DeschedulerHotNodesNotRelieved",
         "DeschedulerPolicyRejected",
+        "DeschedulerExtenderLeaseNotRenewed",
     }
     for rule in alerts():
         assert set(rule["annotations"]) == {"summary", "description", "runbook"}, rule["alert"]
@@ -180,5 +181,44 @@ def test_policy_rejected_fires_while_the_file_stays_invalid(promtool: str, rule_
             case(rejected, "DeschedulerPolicyRejected", "2m", []),
             case(rejected, "DeschedulerPolicyRejected", "5m", [expected("DeschedulerPolicyRejected")]),
             case(fixed, "DeschedulerPolicyRejected", "5m", []),
+        ],
+    )
+
+
+EXTENDER = 'namespace="descheduler-system", job="descheduler-extender"'
+
+
+def _extender(pod: str, renewed: str, forbidden: str, ok: str) -> dict[str, str]:
+    """One extender replica's series: the last successful renewal's time, and renewals by result."""
+    return {
+        f'descheduler_extender_lease_renewed_timestamp_seconds{{{EXTENDER}, pod="{pod}"}}': renewed,
+        f'descheduler_extender_lease_renewals_total{{{EXTENDER}, pod="{pod}", result="forbidden"}}': forbidden,
+        f'descheduler_extender_lease_renewals_total{{{EXTENDER}, pod="{pod}", result="ok"}}': ok,
+    }
+
+
+def test_extender_lease_not_renewed_fires_while_every_replica_is_refused(promtool: str, rule_file: Path) -> None:
+    # Renewals every 5 s: 12 a minute. Refused from the start (no RoleBinding): never stamped.
+    refused = {**_extender("a", "0x10", "0+12x10", "0x10"), **_extender("b", "0x10", "0+12x10", "0x10")}
+    # One replica renews (the Lease stays fresh) while the other is refused.
+    one_renews = {**_extender("a", "0+60x10", "0x10", "0+12x10"), **_extender("b", "0x10", "0+12x10", "0x10")}
+    # Renewing, with one failed attempt (a blip): the stamp stays fresh.
+    blip = _extender("a", "0+60x10", "0 1x10", "0+12x10")
+    # Refused for 3 minutes, then the RoleBinding was made.
+    fixed = _extender("a", "0 0 0 0 240+60x6", "0+12x3 36x6", "0x3 12+12x6")
+    run_promtool_test(
+        promtool,
+        rule_file,
+        [
+            case(refused, "DeschedulerExtenderLeaseNotRenewed", "1m", []),  # pending for 1m
+            case(
+                refused,
+                "DeschedulerExtenderLeaseNotRenewed",
+                "3m",
+                [expected("DeschedulerExtenderLeaseNotRenewed", job="descheduler-extender")],
+            ),
+            case(one_renews, "DeschedulerExtenderLeaseNotRenewed", "5m", []),
+            case(blip, "DeschedulerExtenderLeaseNotRenewed", "5m", []),
+            case(fixed, "DeschedulerExtenderLeaseNotRenewed", "8m", []),
         ],
     )
