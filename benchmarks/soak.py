@@ -75,7 +75,7 @@ from descheduler.migration.api import Evictions, MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
 from descheduler.migration.objects import TERMINAL_PHASES, parse_reservation
-from descheduler.migration.presence import SchedulerPresence, plan_notices
+from descheduler.migration.presence import SchedulerPresence, plan_routes
 from descheduler.policy import Policy, PolicyError, parse_policy
 from descheduler.simulate.record import limit_violations, orphan_reservations, phase
 from descheduler.simulate.runner import settle
@@ -240,7 +240,7 @@ class Replica:
         presence = SchedulerPresence(MigrationApi(self.kube.api_client), LEASE_NAMESPACE)
         events = EventRecorder(self.kube.api_client, clock=world.clock)
         self.loop = PlanningLoop(
-            self.source, Executor(self.kube.api_client, current), current, world.clock, notices=plan_notices(presence)
+            self.source, Executor(self.kube.api_client, current), current, world.clock, routes=plan_routes(presence, current)
         )
         self.migration = MigrationController(
             self.kube.api_client,

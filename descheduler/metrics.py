@@ -76,6 +76,14 @@ RESERVATION_SCHEDULER = Gauge(
     "1 while a reservation-aware scheduler renews its Lease, 0 when none does (moves evict without a Reservation).",
     registry=REGISTRY,
 )
+MOVES_WITHOUT_RESERVATION = Counter(
+    "descheduler_moves_without_reservation_total",
+    "Moves made without a Reservation, by cause: absent (no reservation-aware scheduler renewed its Lease "
+    "within the grace), unserved (it does not serve the pod's schedulerName), policy (reservationScheduler.expect "
+    "is Absent).",
+    ["cause"],
+    registry=REGISTRY,
+)
 POLICY_RELOADS = Counter(
     "descheduler_policy_reload_total",
     "Policy file reloads by result (success, error).",
@@ -136,6 +144,15 @@ LOAD_SOURCE_ERRORS = Counter(
     ["source"],
     registry=REGISTRY,
 )
+# Moves without a Reservation: a PreferNoSchedule taint of ours steers a stock scheduler's
+# replacements off the source node while its moves are in flight (migration.md §3).
+SOURCE_TAINTS = Counter(
+    "descheduler_source_taints_total",
+    "Moving-off taints (PreferNoSchedule) put on source nodes of moves without a Reservation, or removed "
+    "once those moves ended, by action (added, removed).",
+    ["action"],
+    registry=REGISTRY,
+)
 
 # Results known in advance start at 0, so rate() and increase() see the first one (a counter
 # born at 1 shows no increase) and dashboards show 0 rather than no data.
@@ -145,6 +162,10 @@ for _result in ("success", "pdb_blocked", "error"):
     EVICTIONS.labels(_result)
 for _result in ("success", "error"):
     POLICY_RELOADS.labels(_result)
+for _action in ("added", "removed"):
+    SOURCE_TAINTS.labels(_action)
+for _cause in ("absent", "unserved", "policy"):
+    MOVES_WITHOUT_RESERVATION.labels(_cause)
 
 
 # The kube-scheduler extender (`descheduler extender`).

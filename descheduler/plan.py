@@ -67,6 +67,10 @@ class Migration(msgspec.Struct, frozen=True, kw_only=True):
     uid: str = ""
     serves: PodKey | None = None  # QuotaReclaim: the pending pod this victim makes room for
     quota: QuotaRef | None = None  # QuotaReclaim: the victim's (borrowing) ElasticQuota
+    # ReservationFirst, once the scheduler side is known (migration/presence.py): Reservation (a
+    # reservation-aware scheduler serves the pod), Waits (for one), Steered (no Reservation; the
+    # source carries our PreferNoSchedule taint meanwhile) or Unsteered. "" when not known.
+    landing: str = ""
 
 
 class ReclaimStall(msgspec.Struct, frozen=True, kw_only=True):
@@ -164,6 +168,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
                     "reason": m.reason,
                     "usage": m.usage.to_quantities(),
                     **({"serves": {"namespace": m.serves.namespace, "name": m.serves.name}} if m.serves else {}),
+                    **({"landing": m.landing} if m.landing else {}),
                 }
                 for m in self.migrations
             ],

@@ -69,7 +69,7 @@ def _sections(plan: Plan) -> list[Section]:
             m.strategy,
             m.source_node,
             m.target_node or "(none)",
-            m.mode,
+            m.mode + (f" ({m.landing})" if m.landing else ""),
             ", ".join(f"{k} {v}" for k, v in m.usage.to_quantities().items()),
             m.reason + (f" (for {m.serves})" if m.serves else ""),
         ]

@@ -10,6 +10,7 @@ import typer
 
 from descheduler.flags import LogLevelOption, check_log_level, check_port
 from descheduler.kube.cli import ContextOption, KubeconfigOption
+from descheduler.migration.objects import SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE
 
 
 def run_command(
@@ -28,6 +29,13 @@ def run_command(
         str, typer.Option("--lease-namespace", help="namespace of the Lease (default: the pod's namespace)")
     ] = "",
     identity: Annotated[str, typer.Option("--identity", help="leader election identity (default: $POD_NAME)")] = "",
+    scheduler_lease: Annotated[
+        str,
+        typer.Option(
+            "--scheduler-lease",
+            help="NAMESPACE/NAME of the Lease the extender renews (give the extender the same)",
+        ),
+    ] = f"{SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE}",
     policy_configmap: Annotated[
         str, typer.Option("--policy-configmap", help="ConfigMap the policy comes from (Events about it go there)")
     ] = "descheduler-policy",
@@ -72,6 +80,7 @@ def run_command(
         lease_name=lease_name,
         lease_namespace=lease_namespace,
         identity=identity,
+        scheduler_lease=scheduler_lease,
         policy_configmap=policy_configmap,
         host=host,
         port=port,

@@ -28,7 +28,8 @@ from descheduler.loadsource import cache_kinds
 from descheduler.migration.api import Evictions, MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
-from descheduler.migration.presence import SchedulerPresence, plan_notices
+from descheduler.migration.objects import SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE, parse_lease_ref
+from descheduler.migration.presence import SchedulerPresence, plan_routes
 from descheduler.policy import PolicyError
 
 log = structlog.get_logger(__name__)
@@ -45,6 +46,7 @@ class RunOptions:
     lease_name: str = "descheduler"
     lease_namespace: str = ""
     identity: str = ""
+    scheduler_lease: str = f"{SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE}"  # NAMESPACE/NAME
     policy_configmap: str = "descheduler-policy"
     host: str = "0.0.0.0"  # probes and scrapes come from outside the pod
     port: int = 8080
@@ -106,6 +108,11 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
     except ValueError as err:
         raise InputError(str(err), field="--lease-duration/--renew-deadline/--retry-period") from None
 
+    try:
+        scheduler_lease = parse_lease_ref(options.scheduler_lease)
+    except ValueError as err:
+        raise InputError(str(err), field="--scheduler-lease") from None
+
     check_listen(options.host, options.port)  # a port in use is a user's mistake: say so before connecting
 
     kube = connect(options.kubeconfig, options.context, qps=options.qps, burst=options.burst)
@@ -119,7 +126,7 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
         source = ClusterSource(kube, cache)
         cleanup.callback(source.close)
         current = lambda: policy_file.policy  # noqa: E731 - read on every use: reloads take effect
-        presence = SchedulerPresence(MigrationApi(kube.api_client), namespace)
+        presence = SchedulerPresence(MigrationApi(kube.api_client), *scheduler_lease)
         evictions = None
         if options.leader_elect:
             evicting = eviction_client(kube.configuration, lease)
@@ -147,7 +154,7 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
             dry_run=options.dry_run,
             recorder=events,
             dry_run_events=options.dry_run_events,
-            notices=plan_notices(presence),
+            routes=plan_routes(presence, current),
         )
 
         election = election_client(kube.configuration, lease)
@@ -170,6 +177,7 @@ def run(options: RunOptions, clock: Callable[[], datetime] = lambda: datetime.no
             cluster=kube.host,
             identity=identity,
             lease=f"{namespace}/{options.lease_name}" if options.leader_elect else None,
+            scheduler_lease=presence.lease,
             dry_run=options.dry_run or policy.dry_run,
             port=process.health.port,
         )

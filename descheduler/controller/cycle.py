@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-import msgspec
 import structlog
 
 from descheduler import metrics
@@ -72,13 +71,13 @@ class PlanningLoop:
         dry_run: bool = False,
         recorder: EventRecorder | None = None,
         dry_run_events: bool = False,
-        notices: Callable[[Plan, datetime], Sequence[str]] | None = None,
+        routes: Callable[[Plan, Snapshot, datetime], Plan] | None = None,
     ) -> None:
         """`recorder` writes a Reclaim Event on each ElasticQuota a cycle reclaims from, and a
         QuotaReclaimNoProgress Event on a waiting group's ElasticQuota when a reclaim for it made no
         progress; with `dry_run_events`, a dry-run cycle writes a WouldDeschedule Event on each pod
-        it would move (the only write a dry run makes); `notices` adds warnings about how the plan will be carried
-        out (no reservation-aware scheduler) to the plan."""
+        it would move (the only write a dry run makes); `routes` says in the plan how each move will be
+        carried out (through a Reservation or not, and why: migration/presence.py)."""
         self.source = source
         self.mover = mover
         self.policy = policy
@@ -86,7 +85,7 @@ class PlanningLoop:
         self.dry_run = dry_run
         self.recorder = recorder
         self.dry_run_events = dry_run_events
-        self.notices = notices
+        self.routes = routes
         self.state: dict[str, Any] = {}
         self.last: CycleResult | None = None
         self.cycles = 0
@@ -121,10 +120,8 @@ class PlanningLoop:
             log.warning("cycle skipped: not planning on data that could not be read", cycle=self.cycles, reason=problem)
             return CycleResult(now, None, None, [], problem)
         plan, self.state = plan_cycle(snapshot, policy, self.state)
-        if self.notices is not None:
-            extra = [n for n in self.notices(plan, now) if n not in plan.warnings]
-            if extra:
-                plan = msgspec.structs.replace(plan, warnings=(*plan.warnings, *extra))
+        if self.routes is not None:
+            plan = self.routes(plan, snapshot, now)
         self._report(plan)
         dry = self.dry_run or policy.dry_run
         submitted = [] if dry or not plan.migrations else self.mover.submit(plan, snapshot)

@@ -48,7 +48,7 @@ from descheduler.migration.objects import (
     parse_reservation,
 )
 from descheduler.migration.pass_reads import JobHandle, PassReads
-from descheduler.migration.presence import SchedulerPresence
+from descheduler.migration.presence import Route, SchedulerPresence
 from descheduler.migration.records import owner_uid, reservation_body, reservation_name
 from descheduler.migration.steps import Elsewhere, GoWithoutReservation, Hold, Record, ReserveAgain, Transition
 from descheduler.policy import Policy
@@ -353,14 +353,12 @@ class MigrationController:
         """Choose a node and create the Reservation on it (or move without one when no
         reservation-aware scheduler answers)."""
         job, pod = handle.job, fetched.pod
-        absent = self._why_no_reservation_scheduler(reads)
-        if absent is None:
-            self._retry_later(handle, reads.now, self.backoff)
-            return self._apply(
-                handle, Hold("WaitingForScheduler", "cannot tell whether a reservation-aware scheduler answers"), reads
-            )
-        if absent:
-            return self._apply(handle, steps.unreserved(job, absent, reads.now), reads)
+        route = self._route(pod.scheduler_name, reads)
+        if route.way == "Wait":
+            return self._apply(handle, steps.awaiting_scheduler(job, route.why, reads.now), reads)
+        if route.way == "Without":
+            metrics.MOVES_WITHOUT_RESERVATION.labels(route.cause).inc()
+            return self._apply(handle, steps.unreserved(job, route.why, reads.now), reads)
         placement = reads.placement()
         if placement is None:
             return self._apply(
@@ -383,14 +381,11 @@ class MigrationController:
         placement.hold(pod, target.node)
         return self._apply(handle, steps.reserved(job, name, target.node, target.why, reads.now), reads)
 
-    def _why_no_reservation_scheduler(self, reads: PassReads) -> str | None:
-        """Why no reservation-aware scheduler answers ("" when one does; None when it cannot be told)."""
+    def _route(self, scheduler_name: str, reads: PassReads) -> Route:
+        """How the move of a pod with this schedulerName goes (without `presence`: a Reservation)."""
         if self.presence is None:
-            return ""
-        answer = self.presence.check(reads.now)
-        if answer.present is None:
-            return None
-        return "" if answer.present else answer.why
+            return Route("Reservation", "")
+        return self.presence.route(scheduler_name, reads.now, reads.policy.migration.reservation_scheduler)
 
     def _reservation_of(self, handle: JobHandle) -> tuple[str, Reservation | None]:
         """The job's Reservation, read now: its name, and the object (None when there is none)."""
@@ -401,10 +396,11 @@ class MigrationController:
 
     def _await_acknowledged(self, handle: JobHandle, reads: PassReads) -> bool:
         name, reservation = self._reservation_of(handle)
-        absent: str | None = ""
+        route = Route("Reservation", "")
         if reservation is not None and reservation.holds_room and reservation.status.phase != "Available":
-            absent = self._why_no_reservation_scheduler(reads)
-        outcome = steps.acknowledgement(handle.job, name, reservation, absent, reads.now)
+            route = self._route(reservation.spec.template.scheduler_name, reads)
+        absent = route.why if route.way == "Without" else ""
+        outcome = steps.acknowledgement(handle.job, name, reservation, absent, reads.now, route.cause)
         return self._apply(handle, outcome, reads)
 
     def _evict(self, handle: JobHandle, reads: PassReads) -> bool:
@@ -545,6 +541,7 @@ class MigrationController:
                 return False
             case GoWithoutReservation():
                 # The scheduler went away before it held the room: nothing was done to the pod yet.
+                metrics.MOVES_WITHOUT_RESERVATION.labels(outcome.cause).inc()
                 self.cleanup.release(handle)
                 self._write(handle, steps.forgotten(handle.job.status))
                 return self._apply(handle, steps.unreserved(handle.job, outcome.why, reads.now), reads)

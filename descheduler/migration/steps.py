@@ -246,6 +246,29 @@ def reserved(job: PodMigrationJob, name: str, node: str, why: str, now: datetime
     )
 
 
+WAITING_FOR_SCHEDULER: Final = "WaitingForScheduler"
+
+
+def awaiting_scheduler(job: PodMigrationJob, why: str, now: datetime) -> Record | Hold:
+    """No Reservation yet, and none may be skipped (`why`: the policy's reservationScheduler): the job
+    waits, with a condition and an Event saying why, written once per reason."""
+    created = job.status.condition("ReservationCreated")
+    if created is not None and created.reason == WAITING_FOR_SCHEDULER and created.message == why:
+        return Hold(WAITING_FOR_SCHEDULER, why)
+    status = with_condition(
+        job.status, "ReservationCreated", now, value="False", reason=WAITING_FOR_SCHEDULER, message=why
+    )
+    status = status.model_copy(update={"reason": WAITING_FOR_SCHEDULER, "message": why})
+    return Record(
+        status,
+        WAITING_FOR_SCHEDULER,
+        why,
+        log="waiting for a reservation-aware scheduler",
+        fields=(("detail", why),),
+        warning=True,
+    )
+
+
 def unreserved(job: PodMigrationJob, why: str, now: datetime) -> Record:
     """No scheduler would honour a Reservation (`why`): evict, then judge where the replacement lands."""
     message = (
@@ -297,14 +320,20 @@ class GoWithoutReservation:
     """The scheduler went away before it held the room (`why`): release it and move without one."""
 
     why: str
+    cause: str = "absent"
 
 
 def acknowledgement(
-    job: PodMigrationJob, name: str, reservation: Reservation | None, scheduler_absent: str | None, now: datetime
+    job: PodMigrationJob,
+    name: str,
+    reservation: Reservation | None,
+    scheduler_absent: str,
+    now: datetime,
+    cause: str = "absent",
 ) -> Record | ReserveAgain | GoWithoutReservation | Hold:
     """Evict only once the scheduler side says its state holds the room (migration.md §3, step 3):
     a replacement placed 10 ms after the eviction must already see the Reservation.
-    `scheduler_absent`: why no reservation-aware scheduler answers ("" when one does, None: unknown)."""
+    `scheduler_absent`: why the move now goes without a Reservation (`cause`), "" while it waits."""
     if reservation is None or not reservation.holds_room:
         return ReserveAgain(name, lost_state(reservation))
     node = reservation.spec.node_name
@@ -315,7 +344,7 @@ def acknowledgement(
         status = status.model_copy(update={"reason": "ReservationAvailable", "message": message})
         return Record(status, log="reservation available", fields=(("target", node), ("detail", message)))
     if scheduler_absent:
-        return GoWithoutReservation(scheduler_absent)
+        return GoWithoutReservation(scheduler_absent, cause)
     return Hold("WaitingForScheduler", f"Reservation {name} on node {node} waits for the scheduler")
 
 

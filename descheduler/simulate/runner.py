@@ -33,7 +33,7 @@ from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.executor import Executor
 from descheduler.migration.objects import TERMINAL_PHASES
-from descheduler.migration.presence import SchedulerPresence, plan_notices
+from descheduler.migration.presence import SchedulerPresence, plan_routes
 from descheduler.policy import Policy
 from descheduler.simulate.record import SimulationRecord, orphan_reservations, phase
 
@@ -120,7 +120,7 @@ class Simulation:
             # The simulated scheduler renews the scheduler Lease, as the extender does in a cluster.
             presence = SchedulerPresence(MigrationApi(kube.api_client), cluster.scheduler.lease_namespace)
             loop = PlanningLoop(
-                source, Executor(kube.api_client, current), current, self.clock, notices=plan_notices(presence)
+                source, Executor(kube.api_client, current), current, self.clock, routes=plan_routes(presence, current)
             )
             migration = MigrationController(
                 kube.api_client,

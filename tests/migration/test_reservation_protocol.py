@@ -8,7 +8,7 @@ where a test needs to act in its place), so each rule is tested on its own."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.fakecluster.scheduler import Scheduler
 from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
-from descheduler.migration.objects import SCHEDULER_LEASE
+from descheduler.migration.objects import ANNOTATION_SCHEDULER_NAMES, SCHEDULER_LEASE
 from descheduler.migration.presence import SchedulerPresence
 
 from .conftest import NS, RESERVATIONS, Harness, make_policy
@@ -149,18 +149,25 @@ def test_a_replacement_bound_on_another_cool_node_succeeds_once_ready(make_harne
     assert status["newPodRef"]["name"] == replacement["metadata"]["name"]
 
 
-def _lease(h: Harness, renewed_ago: float) -> None:
-    """The scheduler Lease as if last renewed `renewed_ago` seconds ago by extender-1."""
+def _lease(h: Harness, renewed_ago: float, serves: str | None = None) -> None:
+    """The scheduler Lease as if last renewed `renewed_ago` seconds ago by extender-1, listing the
+    schedulerNames it `serves` (None: no list)."""
     renewed = (h.now() - timedelta(seconds=renewed_ago)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     spec = {"holderIdentity": "extender-1", "leaseDurationSeconds": 15, "renewTime": renewed}
+    annotations = {} if serves is None else {ANNOTATION_SCHEDULER_NAMES: serves}
+
+    def renew(lease: dict[str, Any]) -> None:
+        lease["spec"] = spec
+        lease["metadata"]["annotations"] = annotations
+
     if h.cluster.store.exists(LEASES, SCHEDULER_LEASE, "default"):
-        h.cluster.store.modify(LEASES, SCHEDULER_LEASE, "default", lambda lease: lease.update(spec=spec))
+        h.cluster.store.modify(LEASES, SCHEDULER_LEASE, "default", renew)
         return
     h.cluster.store.create(
         {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": SCHEDULER_LEASE, "namespace": "default"},
+            "metadata": {"name": SCHEDULER_LEASE, "namespace": "default", "annotations": annotations},
             "spec": spec,
         }
     )
@@ -175,9 +182,7 @@ def test_without_a_reservation_scheduler_the_pod_moves_without_a_reservation(
     make_harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     h = make_harness()
-    # A scheduler that places pods but knows nothing of Reservations, as a stock kube-scheduler.
-    monkeypatch.setattr(Scheduler, "renew_lease", lambda self, now: None)
-    monkeypatch.setattr(Scheduler, "_acknowledge", lambda self: None)
+    _stock_scheduler(monkeypatch)
     _lease(h, renewed_ago=120)  # the extender stopped renewing two minutes ago
     [name] = h.submit(h.plan_move("web-0", "node-c"))
     controller = _presence_controller(h)
@@ -193,17 +198,94 @@ def test_without_a_reservation_scheduler_the_pod_moves_without_a_reservation(
     assert seen == []  # no Reservation that nothing would honour
     created = next(c for c in status["conditions"] if c["type"] == "ReservationCreated")
     assert created["status"] == "False" and created["reason"] == "NoReservationScheduler"
-    assert "last renewed by extender-1 120s ago" in created["message"]
+    assert "last renewed by extender-1 at " in created["message"]
     assert metrics.sample("descheduler_reservation_scheduler") == 0
-    assert "NoReservationScheduler" in [e["reason"] for e in h.events("PodMigrationJob", name)]
+    reasons = [e["reason"] for e in h.events("PodMigrationJob", name)]
+    # Preferred (the default): it waited the grace after the controller started, then went without.
+    assert reasons.index("WaitingForScheduler") < reasons.index("NoReservationScheduler")
+    evicted_at = next(c for c in status["conditions"] if c["type"] == "Evicted")["lastTransitionTime"]
+    assert _seconds(evicted_at) - _seconds(h.job(name)["status"]["startTime"]) >= 30
     replacement = h.cluster.store.get("pods", status["newPodRef"]["name"], NS)
     assert replacement["spec"]["nodeName"] != "node-a"
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _stock_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scheduler that places pods but knows nothing of Reservations, as a stock kube-scheduler."""
+    monkeypatch.setattr(Scheduler, "renew_lease", lambda self, now: None)
+    monkeypatch.setattr(Scheduler, "_acknowledge", lambda self: None)
+
+
+def _without_reservation(cause: str) -> float:
+    return metrics.sample("descheduler_moves_without_reservation_total", {"cause": cause})
+
+
+def test_required_never_evicts_without_a_reservation(
+    make_harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = make_harness(policy=make_policy(ttl="2m", reservationScheduler="{expect: Required}"))
+    _stock_scheduler(monkeypatch)
+    _lease(h, renewed_ago=120)
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    h.run(_presence_controller(h), 180, until=lambda: h.phase(name) in ("Succeeded", "Failed", "Aborted"))
+    status = h.job(name)["status"]
+    assert status["phase"] == "Aborted" and h.evictions() == 0 and h.reservations() == []
+    created = next(c for c in status["conditions"] if c["type"] == "ReservationCreated")
+    assert created["reason"] == "WaitingForScheduler" and "expect is Required" in created["message"]
+    events = [e for e in h.events("PodMigrationJob", name) if e["reason"] == "WaitingForScheduler"]
+    assert len(events) == 1 and events[0]["type"] == "Warning"
+
+
+def test_preferred_takes_the_scheduler_that_comes_within_the_grace(
+    make_harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = make_harness()
+    renew = Scheduler.renew_lease
+    monkeypatch.setattr(Scheduler, "renew_lease", lambda self, now: None)
+    _lease(h, renewed_ago=120)  # the extender is not up yet when the controller starts
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    controller = _presence_controller(h)
+    h.run(controller, 10)
+    assert h.evictions() == 0 and h.reservations() == [] and h.job(name)["status"]["reason"] == "WaitingForScheduler"
+    monkeypatch.setattr(Scheduler, "renew_lease", renew)  # the extender comes up 10 s after the controller
+    h.run(controller, 60, until=lambda: h.phase(name) == "Succeeded")
+    assert h.phase(name) == "Succeeded"
+    assert "ReservationScheduled" in _conditions(h, name)
+
+
+def test_absent_never_makes_a_reservation(make_harness: Callable[..., Harness]) -> None:
+    h = make_harness(policy=make_policy(reservationScheduler="{expect: Absent}"))
+    before = _without_reservation("policy")
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    h.run(_presence_controller(h), 60, until=lambda: h.phase(name) == "Succeeded")
+    assert h.phase(name) == "Succeeded" and h.reservations() == []
+    created = next(c for c in h.job(name)["status"]["conditions"] if c["type"] == "ReservationCreated")
+    assert created["reason"] == "NoReservationScheduler" and "expect: Absent" in created["message"]
+    assert _without_reservation("policy") == before + 1
+
+
+def test_only_pods_whose_scheduler_asks_the_extender_get_a_reservation(
+    make_harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = make_harness()
+    _without_scheduler(h)
+    _lease(h, renewed_ago=1, serves="load-aware-scheduler")
+    before = _without_reservation("unserved")
+    [name] = h.submit(h.plan_move("web-0", "node-c"))  # on the default scheduler
+    _presence_controller(h).reconcile_once()
+    assert h.reservations() == [] and h.evictions() == 1
+    created = next(c for c in h.job(name)["status"]["conditions"] if c["type"] == "ReservationCreated")
+    assert "serves schedulerName load-aware-scheduler, not default-scheduler" in created["message"]
+    assert _without_reservation("unserved") == before + 1
 
 
 def test_a_fresh_scheduler_lease_keeps_the_reservation_protocol(make_harness: Callable[..., Harness]) -> None:
     h = make_harness()
     _without_scheduler(h)
-    _lease(h, renewed_ago=3)
+    _lease(h, renewed_ago=3, serves="default-scheduler,load-aware-scheduler")
     [name] = h.submit(h.plan_move("web-0", "node-c"))
     _presence_controller(h).reconcile_once()
     assert [r["metadata"]["name"] for r in h.reservations()] == [name]
