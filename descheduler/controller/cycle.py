@@ -167,6 +167,7 @@ class PlanningLoop:
                 target=m.target_node,
                 strategy=m.strategy,
                 mode=m.mode,
+                landing=m.landing or None,
                 reason=m.reason,
             )
 
