@@ -480,25 +480,53 @@ class MigrationController:
             self._note(handle, Hold("ReservationGone", f"Reservation {name} is gone; waiting for the replacement"))
             return False
         if not reservation.status.consumed_by:
-            return False
+            return self._landed_without_bind(handle, reads)
         fetched = self.api.get_pod(*steps.recorded_replacement(job, reservation))
         replacement = fetched.pod if fetched is not None else None
         return self._apply(
             handle, steps.replacement_on_reservation(job, name, reservation, replacement, reads.now), reads
         )
 
+    def _landed_without_bind(self, handle: JobHandle, reads: PassReads) -> bool:
+        """The replacement bound on the Reservation's node by a scheduler that did not bind through
+        the extender, which would have recorded it on the Reservation first: it counts as landed, and
+        the room is released so that no other pod is kept from it."""
+        found = self._stock_replacement(handle, reads)
+        if found is None:
+            return False
+        name, reservation = self._reservation_of(handle)  # read after the pod: an extender bind shows now
+        if (
+            reservation is None
+            or reservation.status.consumed_by
+            or found.replacement.node_name != reservation.spec.node_name
+        ):
+            return False
+        record = steps.bound(
+            handle.job,
+            found.replacement,
+            f"replacement {found.replacement.key} bound to node {reservation.spec.node_name}, its Reservation's, "
+            f"by a scheduler that did not record it there; Reservation {name} released",
+            reads.now,
+        )
+        self._record(handle, record)
+        self.cleanup.release(handle)
+        return True
+
     def _await_stock_replacement(self, handle: JobHandle, reads: PassReads) -> bool:
-        job = handle.job
+        found = self._stock_replacement(handle, reads)
+        return found is not None and self._apply(handle, found, reads)
+
+    def _stock_replacement(self, handle: JobHandle, reads: PassReads) -> Elsewhere | None:
+        """The owner's first pod bound since the eviction that no other job claimed (steps.stock_replacement)."""
         snapshot = reads.snapshot()
         if snapshot is None:
-            return False
+            return None
         claimed = {
             h.job.status.new_pod_ref.uid
             for h in reads.handles
-            if h.job.status.new_pod_ref is not None and h.job.name != job.name
+            if h.job.status.new_pod_ref is not None and h.job.name != handle.job.name
         }
-        found = steps.stock_replacement(job, snapshot.pods, claimed)
-        return found is not None and self._apply(handle, found, reads)
+        return steps.stock_replacement(handle.job, snapshot.pods, claimed)
 
     def _await_ready(self, handle: JobHandle, reads: PassReads) -> bool:
         ref = handle.job.status.new_pod_ref

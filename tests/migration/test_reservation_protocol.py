@@ -90,11 +90,12 @@ def test_the_replacement_is_the_pod_recorded_on_the_reservation_not_a_guess(
     name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
     replacement = _new_web_pod(h, before)
     assert replacement is not None
-    bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-c"}})
+    bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-d"}})
     h.cluster.advance(1)
     controller.reconcile_once()
-    # Bound on the target, but nothing recorded it on the Reservation: not credited.
+    # A pod of the workload bound elsewhere, and nothing recorded on the Reservation: not this job's.
     assert "ReplacementBound" not in _conditions(h, name)
+    assert [r["metadata"]["name"] for r in h.reservations()] == [name]
     _set_reservation_status(
         h,
         name,
@@ -102,9 +103,29 @@ def test_the_replacement_is_the_pod_recorded_on_the_reservation_not_a_guess(
         consumedBy=f"{NS}/{replacement['metadata']['name']}",
         consumedByUID=replacement["metadata"]["uid"],
     )
+    controller.reconcile_once()
+    # Recorded: the record decides (here: landed elsewhere than reserved, on a node under its thresholds).
+    assert "ReplacementBound" in _conditions(h, name)
+    assert h.job(name)["status"]["newPodRef"]["name"] == replacement["metadata"]["name"]
+    assert "instead of the reserved node node-c" in h.job(name)["status"]["message"]
+
+
+def test_a_replacement_bound_on_the_reserved_node_without_the_extenders_bind_counts_and_frees_the_room(
+    make_harness: Callable[..., Harness],
+) -> None:
+    h = make_harness()
+    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
+    replacement = _new_web_pod(h, before)
+    assert replacement is not None
+    # A scheduler that binds by itself (no bind verb through the extender) put it on the reserved node.
+    bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-c"}})
+    h.cluster.advance(1)
     h.run(controller, 20, until=lambda: h.phase(name) == "Succeeded")
     assert h.phase(name) == "Succeeded"
     assert h.job(name)["status"]["newPodRef"]["name"] == replacement["metadata"]["name"]
+    assert h.reservations() == []
+    bound = next(c for c in h.job(name)["status"]["conditions"] if c["type"] == "ReplacementBound")
+    assert "did not record it there" in bound["message"]
 
 
 def test_a_replacement_bound_back_on_the_source_fails_the_job_at_once_and_frees_the_room(
