@@ -235,6 +235,41 @@ class MigrationApi:
     def list_reservations(self, label_selector: str = "") -> list[dict[str, Any]]:
         return self.list_objects(RESERVATIONS, label_selector)
 
+    # -- nodes ------------------------------------------------------------------------------
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        """Every node as raw JSON, a page at a time."""
+        nodes: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_preload_content": False}
+            if token:
+                kwargs["_continue"] = token
+            page = json.loads(self._call("list", "nodes", self.core.list_node, **kwargs).data)
+            nodes += page.get("items") or ()
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return nodes
+
+    def get_node(self, name: str) -> dict[str, Any] | None:
+        """The node as raw JSON; None when it does not exist."""
+        try:
+            response = self._call("get", f"nodes/{name}", self.core.read_node, name, _preload_content=False)
+        except ApiFailure as failure:
+            if failure.not_found:
+                return None
+            raise
+        node: dict[str, Any] = json.loads(response.data)
+        return node
+
+    def replace_node(self, node: dict[str, Any]) -> dict[str, Any]:
+        """PUT the node as read and changed (raw JSON, so no field the client does not know is
+        lost); its resourceVersion makes a stale write a 409. The server keeps the node's status."""
+        name = node["metadata"]["name"]
+        response = self._call("update", f"nodes/{name}", self.core.replace_node, name, node, _preload_content=False)
+        written: dict[str, Any] = json.loads(response.data)
+        return written
+
     # -- pods -------------------------------------------------------------------------------
 
     def get_lease(self, namespace: str, name: str) -> Any | None:

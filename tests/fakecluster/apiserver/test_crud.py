@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -241,6 +242,25 @@ def test_nodes_are_cluster_scoped(core: Any) -> None:
     node = core.create_node({"metadata": {"name": "n1", "labels": {"zone": "a"}}})
     assert node.metadata.namespace is None
     assert [n.metadata.name for n in core.list_node().items] == ["n1"]
+
+
+def test_node_put_changes_taints_keeps_status_and_a_stale_one_conflicts(core: Any, api_server: ServerUnderTest) -> None:
+    """What source steering (descheduler/migration/steering.py) relies on: a raw node PUT with the
+    resourceVersion read rewrites spec.taints, leaves the status as it is, and is 409 when stale."""
+    name = api_server.unique("n1")
+    other = {"key": "example.com/maintenance", "effect": "PreferNoSchedule"}
+    core.create_node({"metadata": {"name": name}, "spec": {"taints": [other]}})
+    read = json.loads(core.read_node(name, _preload_content=False).data)
+    ours = {"key": "descheduler.dev/moving-off", "effect": "PreferNoSchedule"}
+    changed = {**read, "spec": {**read["spec"], "taints": [*read["spec"]["taints"], ours]}}
+    changed["status"] = {**read.get("status", {}), "allocatable": {"cpu": "64"}}
+    core.replace_node(name, changed, _preload_content=False)
+    written = json.loads(core.read_node(name, _preload_content=False).data)
+    assert written["spec"]["taints"] == [*read["spec"]["taints"], ours]
+    assert written.get("status") == read.get("status")
+    with pytest.raises(client.ApiException) as info:
+        core.replace_node(name, changed, _preload_content=False)
+    assert info.value.status == 409 and status_body(info.value)["reason"] == "Conflict"
 
 
 @pytest.mark.fake_only(NO_NAMESPACE_CONTROLLER)
