@@ -240,6 +240,23 @@ def migration_delete_policy(scratch: Path) -> set[Access]:
         return harness.cluster.server.accesses.accesses()
 
 
+def source_steering(scratch: Path) -> set[Access]:
+    """Moves without a Reservation: the moving-off taint put on a source node (read, then written
+    back), and taken off by the reconcile that lists nodes once their moves ended."""
+    from descheduler.migration.api import MigrationApi
+    from descheduler.migration.steering import SourceSteering, carries_moving_off
+
+    with api_server() as server:
+        server.store.load([{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}, "spec": {}}])
+        with kube_client(server) as client:
+            steering = SourceSteering(MigrationApi(client.api_client))
+            steering.taint("node-a")
+            assert carries_moving_off(server.store.get("nodes", "node-a"))
+            steering.reconcile(set())
+            assert not carries_moving_off(server.store.get("nodes", "node-a"))
+        return server.accesses.accesses()
+
+
 def _cli(args: list[str]) -> str:
     from typer.testing import CliRunner
 
@@ -435,6 +452,11 @@ EXERCISES: tuple[Exercise, ...] = (
         migration_reservation_expiry,
     ),
     Exercise("migration-evict-directly", "descheduler/migration: EvictDirectly", migration_evict_directly),
+    Exercise(
+        "source-steering",
+        "descheduler/migration/steering.py: SourceSteering taints and untaints a source node",
+        source_steering,
+    ),
     Exercise(
         "migration-delete-policy",
         "descheduler/migration: evictionPolicy Delete",
