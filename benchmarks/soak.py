@@ -240,7 +240,11 @@ class Replica:
         presence = SchedulerPresence(MigrationApi(self.kube.api_client), LEASE_NAMESPACE)
         events = EventRecorder(self.kube.api_client, clock=world.clock)
         self.loop = PlanningLoop(
-            self.source, Executor(self.kube.api_client, current), current, world.clock, routes=plan_routes(presence, current)
+            self.source,
+            Executor(self.kube.api_client, current),
+            current,
+            world.clock,
+            routes=plan_routes(presence, current),
         )
         self.migration = MigrationController(
             self.kube.api_client,

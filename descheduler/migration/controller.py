@@ -50,6 +50,7 @@ from descheduler.migration.objects import (
 from descheduler.migration.pass_reads import JobHandle, PassReads
 from descheduler.migration.presence import Route, SchedulerPresence
 from descheduler.migration.records import owner_uid, reservation_body, reservation_name
+from descheduler.migration.steering import SourceSteering
 from descheduler.migration.steps import Elsewhere, GoWithoutReservation, Hold, Record, ReserveAgain, Transition
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
@@ -58,6 +59,8 @@ from descheduler.tokenbucket import TokenBucket
 log = structlog.get_logger(__name__)
 
 MAX_STEPS_PER_PASS: Final = 12
+# Every node is checked for a moving-off taint no move needs any more this often (and at start).
+STEERING_SWEEP: Final = timedelta(minutes=5)
 CONFLICT_RETRIES: Final = 3
 _PHASE_EVENTS: Final[dict[str, tuple[EventType, str]]] = {
     "Running": ("Normal", "MigrationStarted"),
@@ -123,6 +126,9 @@ class MigrationController:
         self.backoff = backoff or Backoff()
         self.budget_backoff = budget_backoff or Backoff(timedelta(seconds=5), timedelta(minutes=1))
         self.cleanup = Cleanup(self.api, recorder)
+        self.steering = SourceSteering(self.api)
+        self._tainted: set[str] = set()  # nodes this process tainted and has not untainted yet
+        self._steering_swept: datetime | None = None  # when every node was last checked for our taint
         self._retries: dict[str, _Retry] = {}
         self._evictions: TokenBucket | None = None
         self._eviction_rate: tuple[float, int] | None = None
@@ -174,11 +180,36 @@ class MigrationController:
         self._admit([h for h in handles if h.job.status.phase == "Pending"], reads)
         if self._stopped():
             return
+        self._steer(handles, reads)
         self.cleanup.sweep(reads)
         self.cleanup.retire(reads)
         _publish(handles, invalid)
         live = {h.uid for h in handles}
         self._retries = {uid: r for uid, r in self._retries.items() if uid in live}
+
+    def _steer(self, handles: list[JobHandle], reads: PassReads) -> None:
+        """Take the moving-off taint off every node with no move without a Reservation in flight:
+        the nodes this process tainted at each pass, every node at start and every STEERING_SWEEP
+        (another leader's, or a crashed one's, leftovers)."""
+        in_flight = {
+            h.job.status.source_node
+            for h in handles
+            if h.job.status.phase == "Running"
+            and steps.without_reservation(h.job.status)
+            and h.job.status.source_node
+            and reads.policy.migration.steer_off_source
+        }
+        try:
+            if self._steering_swept is None or reads.now - self._steering_swept >= STEERING_SWEEP:
+                self.steering.reconcile(in_flight)
+                self._steering_swept = reads.now
+                self._tainted &= in_flight
+                return
+            for node in sorted(self._tainted - in_flight):
+                self.steering.untaint(node)
+                self._tainted.discard(node)
+        except ApiFailure as failure:
+            log.warning("cannot remove the moving-off taint; will retry", error=str(failure))
 
     def _stopped(self) -> bool:
         """The pass was told to stop (see reconcile_once)."""
@@ -421,6 +452,8 @@ class MigrationController:
         assert self._evictions is not None
         if not self._evictions.take(reads.now.timestamp()):
             return False  # evictQPS/evictBurst: the next pass tries again
+        if steps.without_reservation(job.status) and reads.policy.migration.steer_off_source:
+            self._taint_source(handle, pod.node_name)
         try:
             if job.spec.eviction_policy == "Delete":
                 self.api.delete_pod(pod.namespace, pod.name, pod.uid)
@@ -436,6 +469,19 @@ class MigrationController:
         handle.log().info("pod evicted", policy=job.spec.eviction_policy)
         record = steps.evicted(job, verb, f"pod {pod.key} {verb.lower()} from node {pod.node_name}", reads.now)
         return self._apply(handle, record, reads)
+
+    def _taint_source(self, handle: JobHandle, node: str) -> None:
+        """Steer the replacement off the source: a stock scheduler scores a PreferNoSchedule taint
+        down. A taint that cannot be written does not stop the move (it is judged by where the
+        replacement lands either way); it is said."""
+        try:
+            self.steering.taint(node)
+        except ApiFailure as failure:
+            handle.log().warning(
+                "cannot taint the source node; its replacement may land back on it", error=str(failure)
+            )
+            return
+        self._tainted.add(node)
 
     def _eviction_refused(self, handle: JobHandle, reads: PassReads, failure: ApiFailure) -> bool:
         job = handle.job

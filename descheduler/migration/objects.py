@@ -67,6 +67,7 @@ def parse_lease_ref(text: str) -> tuple[str, str]:
         raise ValueError(f"{text!r}: expected NAMESPACE/NAME, e.g. {SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE}")
     return namespace, name or SCHEDULER_LEASE
 
+
 Mode = Literal["ReservationFirst", "EvictDirectly"]
 EvictionPolicy = Literal["Eviction", "Delete"]
 JobPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Aborted"]

@@ -79,6 +79,12 @@ class SourceSteering:
             log.info("tainted the source node so replacements go elsewhere", node=node, taint=TAINT_MOVING_OFF)
             metrics.SOURCE_TAINTS.labels("added").inc()
 
+    def untaint(self, node: str) -> None:
+        """Take our taint off the node (nothing is written when it carries none)."""
+        if self._rewrite(node, self.api.get_node(node), without_moving_off):
+            log.info("removed the moving-off taint: no move without a Reservation in flight", node=node)
+            metrics.SOURCE_TAINTS.labels("removed").inc()
+
     def reconcile(self, in_flight: Set[str]) -> None:
         """Untaint every node that carries our taint and is not in `in_flight` (the nodes with moves
         without a Reservation in flight): one list, then one write per node. Every such node is

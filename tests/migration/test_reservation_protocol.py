@@ -18,7 +18,7 @@ from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.fakecluster.scheduler import Scheduler
 from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
-from descheduler.migration.objects import ANNOTATION_SCHEDULER_NAMES, SCHEDULER_LEASE
+from descheduler.migration.objects import ANNOTATION_SCHEDULER_NAMES, SCHEDULER_LEASE, TAINT_MOVING_OFF
 from descheduler.migration.presence import SchedulerPresence
 
 from .conftest import NS, RESERVATIONS, Harness, make_policy
@@ -334,3 +334,52 @@ def test_a_room_whose_pod_still_runs_does_not_draw_another_moves_replacement(
     h.run(controller, 120, until=lambda: h.phase(second) == "Succeeded")
     assert h.phase(second) == "Succeeded"
     assert h.reservations() == []
+
+
+def _node_taints(h: Harness, node: str) -> list[str]:
+    return [t["key"] for t in (h.cluster.store.get("nodes", node).get("spec") or {}).get("taints") or ()]
+
+
+def test_a_move_without_a_reservation_taints_its_source_until_it_ends(
+    make_harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = make_harness(policy=make_policy(reservationScheduler="{expect: Absent}"))
+    tainted: list[list[str]] = []
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    controller = _presence_controller(h)
+
+    def done() -> bool:
+        tainted.append(_node_taints(h, "node-a"))
+        return h.phase(name) == "Succeeded"
+
+    h.run(controller, 60, until=done)
+    assert h.phase(name) == "Succeeded"
+    assert [TAINT_MOVING_OFF] in tainted  # while the move ran
+    controller.reconcile_once()
+    assert _node_taints(h, "node-a") == []
+
+
+def test_a_leftover_moving_off_taint_is_removed_at_start(make_harness: Callable[..., Harness]) -> None:
+    h = make_harness()
+
+    def leftover(node: dict[str, Any]) -> None:
+        node["spec"]["taints"] = [
+            {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+            {"key": TAINT_MOVING_OFF, "effect": "PreferNoSchedule"},
+        ]
+
+    h.cluster.store.modify("nodes", "node-b", None, leftover)
+    _presence_controller(h).reconcile_once()
+    assert _node_taints(h, "node-b") == ["dedicated"]
+
+
+def test_steering_can_be_turned_off(make_harness: Callable[..., Harness]) -> None:
+    h = make_harness(policy=make_policy(reservationScheduler="{expect: Absent}", steerOffSource="false"))
+    [name] = h.submit(h.plan_move("web-0", "node-c"))
+    seen: set[str] = set()
+    h.run(
+        _presence_controller(h),
+        60,
+        until=lambda: seen.update(_node_taints(h, "node-a")) or h.phase(name) == "Succeeded",
+    )
+    assert h.phase(name) == "Succeeded" and TAINT_MOVING_OFF not in seen
