@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from descheduler.migration.objects import SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE
 from descheduler.policy import parse_policy
 
 from .deploy_support import (
@@ -267,7 +268,9 @@ def test_the_deployment_runs_the_controller_with_the_mounted_policy(directory: P
     deployment = find(objects, "Deployment", "descheduler")
     assert deployment["spec"]["replicas"] == 2
     container = _container(objects)
-    assert container["args"] == ["run", "--policy", POLICY_ARG]
+    # The scheduler Lease where the extender renews it (deploy/overlays/with-scheduler).
+    lease = f"{SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE}"
+    assert container["args"] == ["run", "--policy", POLICY_ARG, "--scheduler-lease", lease]
     mount = next(m for m in container["volumeMounts"] if m["name"] == "policy")
     # A directory mount: a subPath mount never sees the kubelet's symlink swap, so no hot reload.
     assert "subPath" not in mount and mount["mountPath"] == posixpath.dirname(POLICY_ARG)

@@ -18,6 +18,7 @@ import yaml
 
 from descheduler.cli import app
 from descheduler.extender.server import DEFAULT_PORT
+from descheduler.migration.objects import SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE
 from tests.deploy.deploy_support import DEPLOY, find, rendered
 from tests.deploy.rbac import grants_for, rbac_covers, unused_permissions
 
@@ -133,6 +134,19 @@ def test_the_extender_container_runs_the_extender_command_on_the_service_port() 
     assert policy.name in configmap["data"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["image"] == _container("descheduler", "descheduler")["image"]
+
+
+def test_the_extender_renews_the_lease_the_controller_reads_and_announces_the_profile_that_calls_it() -> None:
+    command: Any = typer.main.get_command(app)
+    extender_args = _container("descheduler-extender", "extender")["args"]
+    extender = command.commands["extender"].make_context("extender", list(extender_args[1:]))
+    controller_args = _container("descheduler", "descheduler")["args"]
+    assert controller_args[0] == "run"
+    controller = command.commands["run"].make_context("run", list(controller_args[1:]))
+    lease = f"{SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE}"
+    assert extender.params["scheduler_lease"] == controller.params["scheduler_lease"] == lease
+    profiles = [p["schedulerName"] for p in _configuration()["profiles"]]
+    assert extender.params["scheduler_names"] == profiles == [SCHEDULER]
 
 
 def test_the_scheduler_account_has_the_upstream_roles_and_its_own_lease() -> None:
