@@ -55,7 +55,7 @@ from descheduler.fakecluster.apiserver import ApiError, Store
 from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.fakecluster.stock import MAX_NODE_SCORE, StockPod, StockScheduler, summary
 from descheduler.kube.kinds import QUOTAS
-from descheduler.migration.objects import SCHEDULER_LEASE
+from descheduler.migration.objects import ANNOTATION_SCHEDULER_NAMES, DEFAULT_SCHEDULER_NAME, SCHEDULER_LEASE
 from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
@@ -374,18 +374,29 @@ class Scheduler:
         self._renewed = now
         stamp = format_micro(datetime.fromtimestamp(now, tz=UTC))
         spec = {"holderIdentity": IDENTITY, "leaseDurationSeconds": LEASE_DURATION, "renewTime": stamp}
+        # The schedulerNames whose pods it places, honouring Reservations (an empty one is the default's).
+        served = ",".join(sorted({name or DEFAULT_SCHEDULER_NAME for name in self.scheduler_names}))
         try:
             if self.store.exists(LEASES, SCHEDULER_LEASE, self.lease_namespace):
 
                 def mutate(obj: dict[str, Any]) -> None:
                     obj["spec"] = {**(obj.get("spec") or {}), **spec}
+                    metadata = obj.setdefault("metadata", {})
+                    metadata["annotations"] = {
+                        **(metadata.get("annotations") or {}),
+                        ANNOTATION_SCHEDULER_NAMES: served,
+                    }
 
                 self.store.modify(LEASES, SCHEDULER_LEASE, self.lease_namespace, mutate)
             else:
                 lease = {
                     "apiVersion": "coordination.k8s.io/v1",
                     "kind": "Lease",
-                    "metadata": {"name": SCHEDULER_LEASE, "namespace": self.lease_namespace},
+                    "metadata": {
+                        "name": SCHEDULER_LEASE,
+                        "namespace": self.lease_namespace,
+                        "annotations": {ANNOTATION_SCHEDULER_NAMES: served},
+                    },
                     "spec": {**spec, "acquireTime": stamp},
                 }
                 self.store.create(lease)
