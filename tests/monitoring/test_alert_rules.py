@@ -75,6 +75,7 @@ def test_the_alerts_an_operator_needs_are_shipped_each_saying_what_to_do() -> No
         "DeschedulerHotNodesNotRelieved",
         "DeschedulerPolicyRejected",
         "DeschedulerExtenderLeaseNotRenewed",
+        "DeschedulerMovesWithoutReservation",
     }
     for rule in alerts():
         assert set(rule["annotations"]) == {"summary", "description", "runbook"}, rule["alert"]
@@ -220,5 +221,26 @@ def test_extender_lease_not_renewed_fires_while_every_replica_is_refused(promtoo
             case(one_renews, "DeschedulerExtenderLeaseNotRenewed", "5m", []),
             case(blip, "DeschedulerExtenderLeaseNotRenewed", "5m", []),
             case(fixed, "DeschedulerExtenderLeaseNotRenewed", "8m", []),
+        ],
+    )
+
+
+def test_moves_without_reservation_fires_on_fallbacks_not_on_chosen_paths(promtool: str, rule_file: Path) -> None:
+    series = 'descheduler_moves_without_reservation_total{%s, cause="%s"}'
+    fallback = {series % (LABELS, "absent"): "0 0 1 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2"}
+    chosen = {series % (LABELS, "unserved"): "0+3x25", series % (LABELS, "policy"): "0+3x25"}
+    run_promtool_test(
+        promtool,
+        rule_file,
+        [
+            case(fallback, "DeschedulerMovesWithoutReservation", "4m", []),  # pending for 5m
+            case(
+                fallback,
+                "DeschedulerMovesWithoutReservation",
+                "8m",
+                [expected("DeschedulerMovesWithoutReservation")],
+            ),
+            case(fallback, "DeschedulerMovesWithoutReservation", "25m", []),  # none for 15m
+            case(chosen, "DeschedulerMovesWithoutReservation", "20m", []),
         ],
     )
