@@ -28,7 +28,7 @@ from realcluster_support import create, create_node, merge_patch
 from standin import ObjectWatch
 
 from descheduler.kube import KubeApiError, KubeClient
-from descheduler.migration.objects import SCHEDULER_LEASE
+from descheduler.migration.objects import SCHEDULER_LEASE, TAINT_MOVING_OFF
 from tests.waiting import wait_for
 
 Obj = dict[str, Any]
@@ -399,8 +399,11 @@ class MoveRecorder:
     """Follows the namespace's pods and every PodMigrationJob and Reservation through watches,
     keeping what each one went through; `hooks` see every event (kind, type, object, previous)."""
 
-    def __init__(self, kube: KubeClient, namespace: str) -> None:
+    def __init__(self, kube: KubeClient, namespace: str, run: str = "") -> None:
+        """`run`: also follow the moving-off taint on the nodes labelled with it."""
         self.namespace = namespace
+        self.tainted: set[str] = set()  # nodes that carry our moving-off taint now
+        self.ever_tainted: set[str] = set()
         self.pods: dict[str, PodRecord] = {}
         self.jobs: dict[str, Obj] = {}
         self.reservations: dict[str, ReservationRecord] = {}
@@ -414,6 +417,9 @@ class MoveRecorder:
             ObjectWatch(kube, PMJ_PATH, self._job, name="recorder-jobs"),
             ObjectWatch(kube, RESERVATION_PATH, self._reservation, name="recorder-reservations"),
         ]
+        if run:
+            query = {"labelSelector": f"{RUN_LABEL}={run}"}
+            self._watches.append(ObjectWatch(kube, "/api/v1/nodes", self._node, name="recorder-nodes", query=query))
 
     @property
     def errors(self) -> list[str]:
@@ -460,6 +466,16 @@ class MoveRecorder:
             record.gone = record.gone or kind_type == "DELETED"
             record.new = record.new or kind_type == "ADDED"
         self._notify("pod", kind_type, pod, previous)
+
+    def _node(self, kind_type: str, node: Obj) -> None:
+        name = node["metadata"]["name"]
+        taints = (node.get("spec") or {}).get("taints") or []
+        with self._lock:
+            if kind_type != "DELETED" and any(t.get("key") == TAINT_MOVING_OFF for t in taints):
+                self.tainted.add(name)
+                self.ever_tainted.add(name)
+            else:
+                self.tainted.discard(name)
 
     def _ours(self, job: Obj) -> bool:
         return bool(((job.get("spec") or {}).get("podRef") or {}).get("namespace") == self.namespace)
@@ -578,8 +594,9 @@ class PolicyTimings:
     low: int = 45
 
 
-def controller_policy(run: str, namespace: str, timings: PolicyTimings) -> str:
-    """The controller's policy for the nodes labelled with `run` and the pods of `namespace`."""
+def controller_policy(run: str, namespace: str, timings: PolicyTimings, migration: str = "") -> str:
+    """The controller's policy for the nodes labelled with `run` and the pods of `namespace`;
+    `migration`: more lines under `migration:` (indented by two)."""
     t = timings
     return f"""\
 apiVersion: descheduler.dev/v1alpha1
@@ -604,4 +621,4 @@ migration:
     workload: {{duration: {t.cooldown:g}s, maxMigrating: {t.per_window}}}
   evictQPS: 20
   evictBurst: 5
-"""
+{migration}"""

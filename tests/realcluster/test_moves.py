@@ -7,8 +7,15 @@ stand-in and a NodeMetric publisher over the API, and `descheduler run` as a pro
   both processes run as deploy/overlays/with-scheduler installs them (the rendered RBAC applied, a
   TokenRequest token per ServiceAccount, the Leases in the Roles' namespace) and not one call of
   theirs is refused (their logs and the apiserver's audit); the extender runs so for the whole module;
-- the stock kube-scheduler alone: no job fails because nothing honours Reservations, the hot nodes
-  are relieved, and the controller says no reservation-aware scheduler answers;
+- the stock kube-scheduler alone, with the cool nodes' requests high (ballast) so that it prefers
+  the hot source: the moves make no Reservation, the source carries the moving-off taint while they
+  run, and no replacement lands back on it;
+- both schedulers (the overlay's setup), workloads on each: opted-in pods land on their
+  Reservations, the others make none and are steered off the source;
+- the controller started before the extender (as after an install): its first jobs wait for the
+  scheduler Lease, and every move is still reservation-first;
+- the controller SIGKILLed while its source is tainted: the next leader finishes the moves and
+  leaves no taint;
 - the controller SIGKILLed at each migration step: no pod evicted twice, no orphan Reservation,
   every job decided as its replacement's node says.
 
@@ -42,6 +49,7 @@ from moves_support import (
     controller_process,
     cordon,
     create_test_nodes,
+    delete_quietly,
     deployment,
     extender_process,
     list_pods,
@@ -58,6 +66,7 @@ from standin import KubeletStandIn, LoadPublisher
 
 from descheduler.fakecluster.usage import UsageSpec
 from descheduler.kube import KubeClient
+from descheduler.migration.objects import SCHEDULER_LEASE
 
 # Every deadline below is derived from these timings times SLACK, so the tests wait on conditions,
 # never on the speed of the machine.
@@ -74,6 +83,7 @@ SLACK = 2.0
 QUIET = 2 * INTERVAL + PUBLISH
 
 CPU_REQUEST_M = 50
+BALLAST_CPU_M = 1500  # two to a cool node: 75% of its cpu requested, 30% of that used
 HOT_FACTOR = 2.2
 NODE_CPU_M = 4000
 OVERHEAD_M = 200
@@ -88,8 +98,8 @@ def needed_moves(pods_per_node: list[int]) -> int:
     return sum(max(0, math.ceil(n - room / per_pod)) for n in pods_per_node)
 
 
-def policy_text(run: str, namespace: str) -> str:
-    return controller_policy(run, namespace, PolicyTimings(INTERVAL, TTL, COOLDOWN, PER_WINDOW, HIGH, LOW))
+def policy_text(run: str, namespace: str, migration: str = "") -> str:
+    return controller_policy(run, namespace, PolicyTimings(INTERVAL, TTL, COOLDOWN, PER_WINDOW, HIGH, LOW), migration)
 
 
 EXTENDER_POLICY = """\
@@ -180,6 +190,10 @@ class Stage:
     hot_nodes: list[str]
     cool_nodes: list[str]
     workloads: dict[str, int] = field(default_factory=dict)
+    schedulers: dict[str, str | None] = field(default_factory=dict)  # a workload's schedulerName, when not prepare's
+    # Deployments placed on the cool nodes alone, calm: they fill the cool nodes' requests, so that a
+    # scheduler that scores by requests prefers the hot source.
+    ballast: dict[str, int] = field(default_factory=dict)
     standin: KubeletStandIn | None = None
     publisher: LoadPublisher | None = None
     recorder: MoveRecorder | None = None
@@ -191,34 +205,39 @@ class Stage:
 
 def prepare(stage: Stage, components: Components, scheduler_name: str | None) -> dict[str, int]:
     """The workloads placed on the hot nodes alone (cool ones cordoned), every pod Running and Ready;
-    then the cool nodes opened and the workloads' load raised. Returns the pods per hot node."""
+    then the ballast on the cool nodes alone; then every node opened and the workloads' load raised.
+    Returns the workloads' pods per hot node."""
     kube, namespace = stage.kube, stage.namespace
     create_test_nodes(kube, stage.nodes, stage.run, cpu=f"{NODE_CPU_M}m", memory="16Gi")
     cordon(kube, stage.cool_nodes)
     stage.standin = KubeletStandIn(kube, stage.nodes).start()
     stage.publisher = LoadPublisher(kube, stage.nodes, CALM, period=PUBLISH).start()
-    for name, replicas in stage.workloads.items():
-        manifest = deployment(
-            name, replicas, stage.run, cpu=f"{CPU_REQUEST_M}m", memory="64Mi", scheduler_name=scheduler_name
+
+    def place(workloads: dict[str, int], cpu_m: int) -> None:
+        for name, replicas in workloads.items():
+            scheduler = stage.schedulers.get(name, scheduler_name)
+            manifest = deployment(name, replicas, stage.run, cpu=f"{cpu_m}m", memory="64Mi", scheduler_name=scheduler)
+            create(kube, f"/apis/apps/v1/namespaces/{namespace}/deployments", manifest)
+        total = len(list_pods(kube, namespace)) + sum(workloads.values())
+
+        def all_ready() -> bool:
+            pods = list_pods(kube, namespace)
+            return len(pods) == total and all(ready(p) for p in pods)
+
+        # The ReplicaSet controller, the scheduler and the stand-in each take well under a second a pod.
+        wait_until(
+            all_ready, SLACK * (STARTUP + total * 0.2), "every pod Running and Ready", lambda: components.state(stage)
         )
-        create(kube, f"/apis/apps/v1/namespaces/{namespace}/deployments", manifest)
-    total = sum(stage.workloads.values())
 
-    def all_ready() -> bool:
-        pods = list_pods(kube, namespace)
-        return len(pods) == total and all(ready(p) for p in pods)
-
-    # The ReplicaSet controller, the scheduler and the stand-in each take well under a second a pod.
-    wait_until(
-        all_ready,
-        SLACK * (STARTUP + total * 0.2),
-        "every pod Running and Ready",
-        lambda: components.state(stage),
-    )
+    place(stage.workloads, CPU_REQUEST_M)
     per_node: dict[str, int] = {}
     for pod in list_pods(kube, namespace):
         per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 1
-    cordon(kube, stage.cool_nodes, unschedulable=False)
+    if stage.ballast:
+        cordon(kube, stage.hot_nodes)
+        cordon(kube, stage.cool_nodes, unschedulable=False)
+        place(stage.ballast, BALLAST_CPU_M)
+    cordon(kube, stage.nodes, unschedulable=False)
     rounds = stage.publisher.rounds
     stage.publisher.set_spec(hot(list(stage.workloads)))
     wait_until(
@@ -226,7 +245,7 @@ def prepare(stage: Stage, components: Components, scheduler_name: str | None) ->
         SLACK * 2 * PUBLISH,
         "hot load published",
     )
-    stage.recorder = MoveRecorder(kube, namespace).start()
+    stage.recorder = MoveRecorder(kube, namespace, stage.run).start()
     return per_node
 
 
@@ -246,7 +265,7 @@ def stage(kube: KubeClient, namespace: str) -> Iterator[Stage]:
             if part is not None:
                 part.stop()
     finally:
-        clean_up(kube, namespace, made.nodes, made.workloads)
+        clean_up(kube, namespace, made.nodes, [*made.workloads, *made.ballast])
         if made.standin is not None:
             made.standin.stop()
     for part in (made.standin, made.publisher, made.recorder):
@@ -268,9 +287,10 @@ def start_controller(
     identity: str,
     lease_namespace: str,
     lease_name: str | None = None,
+    migration: str = "",
 ) -> OurProcess:
     policy = components.workdir / f"policy-{stage.run}.yaml"
-    policy.write_text(policy_text(stage.run, stage.namespace))
+    policy.write_text(policy_text(stage.run, stage.namespace, migration))
     process = controller_process(
         components.workdir,
         kubeconfig,
@@ -485,20 +505,74 @@ def test_with_the_extender_every_move_lands_on_its_reservation(components: Compo
     ]
 
 
-def test_with_the_stock_scheduler_no_job_fails_for_want_of_a_reservation(
-    components: Components, stage: Stage, kubeconfig: Path
-) -> None:
-    stage.hot_nodes = node_names(stage.run, "hot", 2)
+def _settle(stage: Stage, components: Components, moves: int, *, migration: str = "") -> tuple[OurProcess, float]:
+    """The controller as deploy/ runs it (its ServiceAccount), led until the stage settles."""
+    controller = start_controller(
+        stage,
+        components,
+        components.controller_kubeconfig,
+        identity=f"controller-{stage.run}",
+        lease_namespace=installed.NAMESPACE,
+        lease_name=installed.CONTROLLER_LEASE,
+        migration=migration,
+    )
+    return controller, run_until_settled(stage, controller, moves)
+
+
+def _jobs_by_workload(recorder: MoveRecorder) -> dict[str, list[dict[str, Any]]]:
+    """The jobs by the workload of the pod each moves (a Deployment's pods are named after it)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for job in recorder.job_list():
+        pod = ((job.get("spec") or {}).get("podRef") or {}).get("name", "")
+        found.setdefault(pod.split("-")[0], []).append(job)
+    return found
+
+
+def _without_reservation(job: dict[str, Any]) -> bool:
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "ReservationCreated" and c.get("reason") == "NoReservationScheduler" for c in conditions)
+
+
+def _steered(stage: Stage, workloads: list[str]) -> list[str]:
+    """Problems with the moves of `workloads` made without a Reservation: a job that failed, a
+    Reservation made, a replacement on a hot node, a taint not seen or left behind."""
+    recorder = stage.recorder
+    assert recorder is not None
+    problems: list[str] = []
+    jobs = [j for w in workloads for j in _jobs_by_workload(recorder).get(w, [])]
+    problems += [f"not moved without a Reservation: {summary(j)}" for j in jobs if not _without_reservation(j)]
+    problems += [f"failed: {summary(j)}" for j in jobs if phase(j) != "Succeeded"]
+    names = {j["metadata"]["name"] for j in jobs}
+    problems += [f"{r.name} was made for {r.job}" for r in recorder.reservations.values() if r.job in names]
+    new = [p for p in recorder.pods.values() if p.new and p.name.split("-")[0] in workloads]
+    problems += [f"replacement {p.name} landed on the hot node {p.node}" for p in new if p.node in stage.hot_nodes]
+    if jobs and not set(stage.hot_nodes) & recorder.ever_tainted:
+        problems.append(f"no hot node was seen with the moving-off taint ({sorted(recorder.ever_tainted)})")
+    if recorder.tainted:
+        problems.append(f"the moving-off taint was left on {sorted(recorder.tainted)}")
+    return problems
+
+
+def _wait_untainted(stage: Stage) -> None:
+    recorder = stage.recorder
+    assert recorder is not None
+    wait_until(
+        lambda: not recorder.tainted, SLACK * INTERVAL * 3, "the moving-off taints removed", lambda: recorder.tainted
+    )
+
+
+def test_with_the_stock_scheduler_replacements_are_steered_off_the_source(components: Components, stage: Stage) -> None:
+    """kube-scheduler alone scores by requests, and the cool nodes' requests are high (ballast): without
+    our taint the replacements go back to the hot source, and their jobs fail ReplacementElsewhere."""
+    stage.hot_nodes = node_names(stage.run, "hot", 1)
     stage.cool_nodes = node_names(stage.run, "cool", 2)
-    stage.workloads = {"shop": 32, "cart": 32}
+    stage.workloads = {"shop": 30}
+    stage.ballast = {"ballast": 2 * len(stage.cool_nodes)}
     per_node = prepare(stage, components, None)
     moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
     began = time.monotonic()
-    # Its own namespace for the Leases: no scheduler Lease there, as on a cluster without the extender.
-    controller = start_controller(
-        stage, components, kubeconfig, identity=f"controller-{stage.run}", lease_namespace=stage.namespace
-    )
-    took = run_until_settled(stage, controller, moves)
+    controller, took = _settle(stage, components, moves)
+    _wait_untainted(stage)
     recorder = stage.recorder
     assert recorder is not None
     jobs = recorder.job_list()
@@ -508,16 +582,125 @@ def test_with_the_stock_scheduler_no_job_fails_for_want_of_a_reservation(
         f"needed ≥ {moves}; {time.monotonic() - began:.0f}s ({took:.0f}s to settle)"
     )
     assert not verdict.problems, "\n".join(verdict.problems)
-    assert not recorder.reservations, "a Reservation was made with no scheduler to honour it"
-    records = controller.records()
-    said = [r for r in records if str(r.get("event", "")).startswith("no reservation-aware scheduler answers")]
-    warned = [
-        r
-        for r in records
-        if r.get("event") == "plan warning" and "no reservation-aware scheduler answers" in str(r.get("warning", ""))
-    ]
-    assert said, controller.tail()
-    assert warned, controller.tail()
+    assert not (problems := _steered(stage, ["shop"])), "\n".join(problems)
+    assert len(jobs) >= moves
+    check_permissions(components, {installed.CONTROLLER: controller})
+
+
+def test_pods_of_both_schedulers_each_move_their_way(components: Components, stage: Stage) -> None:
+    """The overlay's setup: the stock kube-scheduler, and the second one whose profile calls the
+    extender. Pods that opted in move through Reservations and land on them; the others make none
+    and are steered off the source."""
+    stage.hot_nodes = node_names(stage.run, "hot", 1)
+    stage.cool_nodes = node_names(stage.run, "cool", 2)
+    stage.workloads = {"web": 16, "shop": 16}
+    stage.schedulers = {"web": LOAD_AWARE_SCHEDULER, "shop": None, "ballast": None}
+    stage.ballast = {"ballast": 2 * len(stage.cool_nodes)}
+    per_node = prepare(stage, components, None)
+    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    controller, took = _settle(stage, components, moves)
+    _wait_untainted(stage)
+    recorder = stage.recorder
+    assert recorder is not None
+    by_workload = _jobs_by_workload(recorder)
+    print(
+        f"\nboth schedulers: { {w: sorted(phase(j) for j in js) for w, js in by_workload.items()} } ({took:.0f}s to settle)"
+    )
+    assert by_workload.get("web") and by_workload.get("shop"), by_workload.keys()
+    problems = _steered(stage, ["shop"])
+    for job in by_workload["web"]:
+        name = job["metadata"]["name"]
+        consumed = [r for r in recorder.reservations.values() if r.job == name and "Consumed" in r.phases]
+        landed = [
+            r
+            for r in consumed
+            if recorder.pods.get(r.consumed_by_uid) and recorder.pods[r.consumed_by_uid].node == r.node
+        ]
+        if phase(job) != "Succeeded" or not landed:
+            problems.append(f"opted-in move did not land on its Reservation: {summary(job)}")
+    assert not problems, "\n".join(problems)
+    check_permissions(components, {installed.CONTROLLER: controller, installed.EXTENDER: components.extender})
+
+
+def test_a_controller_started_before_the_extender_waits_for_it(components: Components, stage: Stage) -> None:
+    """As after an install of the with-scheduler overlay, or a restart of both: the controller's first
+    cycle comes before the extender renews its Lease, and still every move is reservation-first."""
+    stage.hot_nodes = node_names(stage.run, "hot", 1)
+    stage.cool_nodes = node_names(stage.run, "cool", 2)
+    stage.workloads = {"web": 32}
+    per_node = prepare(stage, components, LOAD_AWARE_SCHEDULER)
+    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    recorder = stage.recorder
+    assert recorder is not None
+    components.extender.stop()
+    delete_quietly(
+        stage.kube, f"/apis/coordination.k8s.io/v1/namespaces/{installed.NAMESPACE}/leases/{SCHEDULER_LEASE}"
+    )
+    controller = start_controller(
+        stage,
+        components,
+        components.controller_kubeconfig,
+        identity=f"controller-{stage.run}",
+        lease_namespace=installed.NAMESPACE,
+        lease_name=installed.CONTROLLER_LEASE,
+        # The extender needs more than the default 30 s to start on a loaded two-core machine.
+        migration="  reservationScheduler: {expect: Preferred, grace: 90s}\n",
+    )
+    try:
+        wait_leader(controller)
+        wait_until(lambda: bool(recorder.job_list()), SLACK * (STARTUP + INTERVAL), "a first job", controller.tail)
+    finally:
+        components.extender.start()  # the module's extender, for the tests after this one
+    components.extender.wait_ready("/readyz", SLACK * STARTUP)
+    took = run_until_settled(stage, controller, moves)
+    jobs = recorder.job_list()
+    verdict = judge(stage, expect_reservations=True)
+    waited = {
+        r.get("job") for r in controller.records() if r.get("event") == "waiting for a reservation-aware scheduler"
+    }
+    print(f"\ncontroller first: {len(jobs)} jobs {sorted(phase(j) for j in jobs)}, {len(waited)} waited ({took:.0f}s)")
+    assert waited, controller.tail()  # the first jobs came before the extender's Lease
+    assert not verdict.problems, "\n".join(verdict.problems)
+    assert [summary(j) for j in jobs if phase(j) != "Succeeded"] == []
+    assert not [j for j in jobs if _without_reservation(j)]
+    assert len(jobs) >= moves
+
+
+def test_a_controller_restarted_mid_move_leaves_no_taint(components: Components, stage: Stage) -> None:
+    stage.hot_nodes = node_names(stage.run, "hot", 1)
+    stage.cool_nodes = node_names(stage.run, "cool", 2)
+    stage.workloads = {"cart": 30}
+    stage.ballast = {"ballast": 2 * len(stage.cool_nodes)}
+    per_node = prepare(stage, components, None)
+    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    recorder = stage.recorder
+    assert recorder is not None
+    first = start_controller(
+        stage,
+        components,
+        components.controller_kubeconfig,
+        identity=f"controller-{stage.run}-0",
+        lease_namespace=installed.NAMESPACE,
+        lease_name=installed.CONTROLLER_LEASE,
+    )
+    try:
+        wait_leader(first)
+        wait_until(lambda: bool(recorder.tainted), SLACK * (STARTUP + TTL), "a source tainted", first.tail)
+    finally:
+        first.kill()
+    second = start_controller(
+        stage,
+        components,
+        components.controller_kubeconfig,
+        identity=f"controller-{stage.run}-1",
+        lease_namespace=installed.NAMESPACE,
+        lease_name=installed.CONTROLLER_LEASE,
+    )
+    took = run_until_settled(stage, second, moves)
+    _wait_untainted(stage)
+    print(f"\nrestarted mid-move: {sorted(phase(j) for j in recorder.job_list())} ({took:.0f}s to settle)")
+    assert not recorder.tainted
+    assert not (problems := _steered(stage, ["cart"])), "\n".join(problems)
 
 
 class StepKiller:
