@@ -33,6 +33,7 @@ from descheduler.fakecluster.workloads import (
     ReplicaSetController,
     StatefulSetController,
 )
+from descheduler.migration.objects import SCHEDULER_LEASE_NAMESPACE
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,10 @@ class SimulatedCluster:
         self.clock = SimClock(self.began)
         self.tick = scenario.timing.tick_seconds
         self.store = Store(clock=self.clock, pod_termination_delay=None)
-        self.store.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in SYSTEM_NAMESPACES)
+        # The cluster as it is with deploy/ installed: the descheduler's namespace, where the simulated
+        # scheduler renews the scheduler Lease.
+        namespaces = (*SYSTEM_NAMESPACES, SCHEDULER_LEASE_NAMESPACE)
+        self.store.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in namespaces)
         # Scenario times keep their offsets from the scenario's origin, which becomes the clock's start.
         objects = _known(self.store, loaded.objects_at(self.began), loaded.source)
         self.store.load(_as_reported(obj, self.began) for obj in objects)

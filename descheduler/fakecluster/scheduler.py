@@ -55,7 +55,12 @@ from descheduler.fakecluster.apiserver import ApiError, Store
 from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.fakecluster.stock import MAX_NODE_SCORE, StockPod, StockScheduler, summary
 from descheduler.kube.kinds import QUOTAS
-from descheduler.migration.objects import ANNOTATION_SCHEDULER_NAMES, DEFAULT_SCHEDULER_NAME, SCHEDULER_LEASE
+from descheduler.migration.objects import (
+    ANNOTATION_SCHEDULER_NAMES,
+    DEFAULT_SCHEDULER_NAME,
+    SCHEDULER_LEASE,
+    SCHEDULER_LEASE_NAMESPACE,
+)
 from descheduler.model import Pod
 from descheduler.policy import default_policy
 from descheduler.policy.scheduling import SchedulingArgs
@@ -193,8 +198,9 @@ class Scheduler:
     extender: ExtenderConfig | None = None
     # Called after each binding (extender mode), e.g. to let the extender's cache catch up.
     after_bind: Callable[[Binding], None] | None = None
-    # The scheduler Lease (default mode): renewed in this namespace every RENEW_PERIOD simulated seconds.
-    lease_namespace: str = "default"
+    # The scheduler Lease (default mode): renewed in this namespace every RENEW_PERIOD simulated seconds,
+    # where `descheduler run` reads it by default.
+    lease_namespace: str = SCHEDULER_LEASE_NAMESPACE
     _client: HttpExtender | None = field(default=None, repr=False)
     _renewed: float | None = field(default=None, repr=False)
     _stock_pods: dict[tuple[str, str], StockPod] = field(default_factory=dict, repr=False)

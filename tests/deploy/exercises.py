@@ -44,9 +44,6 @@ class Exercise:
     target: Path | None = None
 
 
-_OWN_NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-
-
 @contextmanager
 def api_server() -> Iterator[FakeApiServer]:
     """An empty fake API server with the system namespaces and the descheduler's own."""
@@ -56,9 +53,9 @@ def api_server() -> Iterator[FakeApiServer]:
 
 @contextmanager
 def demo_cluster() -> Iterator[SimulatedCluster]:
-    """The simulator's demo cluster (nodes, workloads, pods, PDBs, metrics), started and settled."""
+    """The simulator's demo cluster (nodes, workloads, pods, PDBs, metrics, the descheduler's
+    namespace), started and settled."""
     cluster = SimulatedCluster(load_demo_scenario())
-    cluster.store.load([_OWN_NAMESPACE])
     with cluster:
         cluster.advance(60)
         yield cluster

@@ -20,7 +20,8 @@ def clock() -> SimClock:
 @pytest.fixture
 def store(clock: SimClock) -> Store:
     s = Store(clock=clock, pod_termination_delay=None)
-    s.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}])
+    # The descheduler's namespace holds the simulated scheduler's Lease.
+    s.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in ("default", "descheduler-system"))
     return s
 
 

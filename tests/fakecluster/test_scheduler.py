@@ -137,20 +137,20 @@ def test_the_simulated_scheduler_renews_the_scheduler_lease(store: Store) -> Non
     store.load([node("n1")])
     scheduler = Scheduler(store)
     scheduler.step(T0)
-    lease = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "default")
+    lease = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")
     assert lease["spec"]["holderIdentity"] == "sim-scheduler" and lease["spec"]["leaseDurationSeconds"] == 15
     first = lease["spec"]["renewTime"]
     scheduler.step(T0 + 1)
-    assert store.get("leases.coordination.k8s.io", "descheduler-scheduler", "default")["spec"]["renewTime"] == first
+    assert store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")["spec"]["renewTime"] == first
     scheduler.step(T0 + 5)
-    renewed = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "default")["spec"]["renewTime"]
+    renewed = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")["spec"]["renewTime"]
     assert renewed == "2026-01-15T12:00:05.000000Z"
 
 
 def test_the_simulated_scheduler_lists_the_scheduler_names_it_places_on_the_lease(store: Store) -> None:
     store.load([node("n1")])
     Scheduler(store).step(T0)
-    lease = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "default")
+    lease = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")
     assert lease["metadata"]["annotations"] == {"descheduler.dev/scheduler-names": "default-scheduler"}
 
 
@@ -161,12 +161,12 @@ def test_a_renewal_lists_the_configured_names_and_keeps_other_annotations(store:
     store.modify(
         "leases.coordination.k8s.io",
         "descheduler-scheduler",
-        "default",
+        "descheduler-system",
         lambda obj: obj["metadata"]["annotations"].update({"team.example/owner": "sim"}),
     )
     scheduler.scheduler_names = frozenset({"", "default-scheduler", "load-aware-scheduler"})
     scheduler.step(T0 + 5)
-    lease = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "default")
+    lease = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")
     assert lease["metadata"]["annotations"] == {
         "descheduler.dev/scheduler-names": "default-scheduler,load-aware-scheduler",
         "team.example/owner": "sim",

@@ -18,7 +18,12 @@ from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.fakecluster.scheduler import Scheduler
 from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
-from descheduler.migration.objects import ANNOTATION_SCHEDULER_NAMES, SCHEDULER_LEASE, TAINT_MOVING_OFF
+from descheduler.migration.objects import (
+    ANNOTATION_SCHEDULER_NAMES,
+    SCHEDULER_LEASE,
+    SCHEDULER_LEASE_NAMESPACE,
+    TAINT_MOVING_OFF,
+)
 from descheduler.migration.presence import SchedulerPresence
 
 from .conftest import NS, RESERVATIONS, Harness, make_policy
@@ -181,21 +186,21 @@ def _lease(h: Harness, renewed_ago: float, serves: str | None = None) -> None:
         lease["spec"] = spec
         lease["metadata"]["annotations"] = annotations
 
-    if h.cluster.store.exists(LEASES, SCHEDULER_LEASE, "default"):
-        h.cluster.store.modify(LEASES, SCHEDULER_LEASE, "default", renew)
+    if h.cluster.store.exists(LEASES, SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE):
+        h.cluster.store.modify(LEASES, SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE, renew)
         return
     h.cluster.store.create(
         {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": SCHEDULER_LEASE, "namespace": "default", "annotations": annotations},
+            "metadata": {"name": SCHEDULER_LEASE, "namespace": SCHEDULER_LEASE_NAMESPACE, "annotations": annotations},
             "spec": spec,
         }
     )
 
 
 def _presence_controller(h: Harness) -> MigrationController:
-    presence = SchedulerPresence(MigrationApi(h.api), "default")
+    presence = SchedulerPresence(MigrationApi(h.api))
     return MigrationController(h.api, lambda: h.policy, h.snapshot, h.now, h.recorder, presence=presence)
 
 
