@@ -35,7 +35,7 @@ from descheduler.migration.objects import (
     SCHEDULER_LEASE_NAMESPACE,
 )
 from descheduler.plan import Plan
-from descheduler.policy import Policy, ReservationSchedulerArgs
+from descheduler.policy import MigrationArgs, Policy, ReservationSchedulerArgs
 from descheduler.snapshot import Snapshot
 from descheduler.timestamps import format_time
 
@@ -123,36 +123,11 @@ class SchedulerPresence:
     def route(self, scheduler_name: str, now: datetime, args: ReservationSchedulerArgs) -> Route:
         """How the move of a pod with this schedulerName goes now."""
         if args.expect == "Absent":
-            return Route(
-                "Without",
-                "the policy expects no reservation-aware scheduler (reservationScheduler.expect: Absent)",
-                "policy",
-            )
+            return decide(None, scheduler_name, args, self.lease)
         answer = self.check(now)
-        if answer.present is None:
-            return Route("Wait", answer.why)
-        name = scheduler_name or DEFAULT_SCHEDULER_NAME
-        required = "; reservationScheduler.expect is Required: no pod is evicted without a Reservation"
-        if answer.present and answer.serves(name):
-            return Route("Reservation", answer.why)
-        if answer.present:
-            served = ", ".join(sorted(answer.names or ()))
-            why = (
-                f"the reservation-aware scheduler of Lease {self.lease} serves schedulerName {served}, not {name} "
-                "(the extender's --scheduler-name)"
-            )
-            return Route("Wait", why + required) if args.expect == "Required" else Route("Without", why, "unserved")
-        if args.expect == "Required":
-            return Route("Wait", answer.why + required)
         assert self._started is not None
         until = max(self._started, self._seen or self._started) + args.grace
-        if now < until:
-            return Route(
-                "Wait",
-                f"{answer.why}; waiting until {format_time(until)} (reservationScheduler.grace "
-                f"{format_duration(args.grace)}) before moving without a Reservation",
-            )
-        return Route("Without", answer.why, "absent")
+        return decide(answer, scheduler_name, args, self.lease, until if now < until else None)
 
     def _read(self, now: datetime) -> Presence:
         try:
@@ -162,6 +137,46 @@ class SchedulerPresence:
         if lease is None:
             return Presence(False, f"no Lease {self.lease}: no reservation-aware scheduler has announced itself")
         return lease_presence(lease, now, self.lease)
+
+
+def decide(
+    answer: Presence | None,
+    scheduler_name: str,
+    args: ReservationSchedulerArgs,
+    lease: str,
+    grace_until: datetime | None = None,
+) -> Route:
+    """How the move of a pod with this schedulerName goes, given what the scheduler Lease says
+    (`answer`; None when not read) and, under Preferred, until when the grace still runs (None: over)."""
+    if args.expect == "Absent":
+        return Route(
+            "Without",
+            "the policy expects no reservation-aware scheduler (reservationScheduler.expect: Absent)",
+            "policy",
+        )
+    assert answer is not None
+    if answer.present is None:
+        return Route("Wait", answer.why)
+    name = scheduler_name or DEFAULT_SCHEDULER_NAME
+    required = "; reservationScheduler.expect is Required: no pod is evicted without a Reservation"
+    if answer.present and answer.serves(name):
+        return Route("Reservation", answer.why)
+    if answer.present:
+        served = ", ".join(sorted(answer.names or ()))
+        why = (
+            f"the reservation-aware scheduler of Lease {lease} serves schedulerName {served}, not {name} "
+            "(the extender's --scheduler-name)"
+        )
+        return Route("Wait", why + required) if args.expect == "Required" else Route("Without", why, "unserved")
+    if args.expect == "Required":
+        return Route("Wait", answer.why + required)
+    if grace_until is not None:
+        return Route(
+            "Wait",
+            f"{answer.why}; waiting until {format_time(grace_until)} (reservationScheduler.grace "
+            f"{format_duration(args.grace)}) before moving without a Reservation",
+        )
+    return Route("Without", answer.why, "absent")
 
 
 def lease_presence(lease: Any, now: datetime, name: str) -> Presence:
@@ -194,40 +209,48 @@ LANDING: Final[dict[Way, str]] = {"Reservation": "Reservation", "Wait": "Waits"}
 def plan_routes(
     presence: SchedulerPresence, policy: Callable[[], Policy]
 ) -> Callable[[Plan, Snapshot, datetime], Plan]:
-    """Says in the plan how each ReservationFirst move will go (`Migration.landing`), and why in its
-    warnings: one line per reason a move waits or goes without a Reservation."""
+    """The controller's plans: each ReservationFirst move's landing as `presence` says now."""
 
     def annotate(plan: Plan, snapshot: Snapshot, now: datetime) -> Plan:
-        wanted = {str(m.pod) for m in plan.migrations if m.mode == "ReservationFirst"}
-        if not wanted:
-            return plan
-        names = {p.key: p.scheduler_name for p in snapshot.pods if p.key in wanted}
         migration = policy().migration
-        steered = "Steered" if migration.steer_off_source else "Unsteered"
-        counts: Counter[tuple[Way, str]] = Counter()
-        moves = []
-        for m in plan.migrations:
-            if str(m.pod) not in wanted:
-                moves.append(m)
-                continue
-            route = presence.route(names.get(str(m.pod), ""), now, migration.reservation_scheduler)
-            if route.way != "Reservation":
-                counts[(route.way, route.why)] += 1
-            moves.append(msgspec.structs.replace(m, landing=LANDING.get(route.way, steered)))
-        warnings = [*plan.warnings]
-        for (way, why), count in counts.items():
-            if way == "Wait":
-                warnings.append(f"{count} move(s) wait for a reservation-aware scheduler: {why}")
-                continue
-            taint = (
-                "; their source nodes carry the taint descheduler.dev/moving-off:PreferNoSchedule while they run"
-                if migration.steer_off_source
-                else "; nothing steers their replacements off the source (migration.steerOffSource: false)"
-            )
-            warnings.append(
-                f"{count} move(s) evict without a Reservation and are judged by where the scheduler puts the "
-                f"replacement: {why}{taint}; {FIX}"
-            )
-        return msgspec.structs.replace(plan, migrations=tuple(moves), warnings=tuple(warnings))
+        return with_landings(
+            plan, snapshot, migration, lambda name: presence.route(name, now, migration.reservation_scheduler)
+        )
 
     return annotate
+
+
+def with_landings(plan: Plan, snapshot: Snapshot, migration: MigrationArgs, route_of: Callable[[str], Route]) -> Plan:
+    """The plan with each ReservationFirst move's landing (`Migration.landing`, from `route_of` its
+    pod's schedulerName), and why in its warnings: one line per reason a move waits or goes without
+    a Reservation."""
+    wanted = {str(m.pod) for m in plan.migrations if m.mode == "ReservationFirst"}
+    if not wanted:
+        return plan
+    names = {p.key: p.scheduler_name for p in snapshot.pods if p.key in wanted}
+    steered = "Steered" if migration.steer_off_source else "Unsteered"
+    counts: Counter[tuple[Way, str]] = Counter()
+    moves = []
+    for m in plan.migrations:
+        if str(m.pod) not in wanted:
+            moves.append(m)
+            continue
+        found = route_of(names.get(str(m.pod), ""))
+        if found.way != "Reservation":
+            counts[(found.way, found.why)] += 1
+        moves.append(msgspec.structs.replace(m, landing=LANDING.get(found.way, steered)))
+    warnings = [*plan.warnings]
+    for (way, why), count in counts.items():
+        if way == "Wait":
+            warnings.append(f"{count} move(s) wait for a reservation-aware scheduler: {why}")
+            continue
+        taint = (
+            "; their source nodes carry the taint descheduler.dev/moving-off:PreferNoSchedule while they run"
+            if migration.steer_off_source
+            else "; nothing steers their replacements off the source (migration.steerOffSource: false)"
+        )
+        warnings.append(
+            f"{count} move(s) evict without a Reservation and are judged by where the scheduler puts the "
+            f"replacement: {why}{taint}; {FIX}"
+        )
+    return msgspec.structs.replace(plan, migrations=tuple(moves), warnings=tuple(warnings))
