@@ -452,7 +452,11 @@ class MigrationController:
         assert self._evictions is not None
         if not self._evictions.take(reads.now.timestamp()):
             return False  # evictQPS/evictBurst: the next pass tries again
-        if steps.without_reservation(job.status) and reads.policy.migration.steer_off_source:
+        if (
+            steps.without_reservation(job.status)
+            and reads.policy.migration.steer_off_source
+            and pod.node_name not in self._tainted
+        ):
             self._taint_source(handle, pod.node_name)
         try:
             if job.spec.eviction_policy == "Delete":
