@@ -17,7 +17,7 @@ Every other move waits or goes without a Reservation, as the policy's
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal
@@ -37,7 +37,7 @@ from descheduler.migration.objects import (
 from descheduler.plan import Plan
 from descheduler.policy import MigrationArgs, Policy, ReservationSchedulerArgs
 from descheduler.snapshot import Snapshot
-from descheduler.timestamps import format_time
+from descheduler.timestamps import format_time, parse_time
 
 log = structlog.get_logger(__name__)
 
@@ -180,12 +180,26 @@ def decide(
 
 
 def lease_presence(lease: Any, now: datetime, name: str) -> Presence:
+    """Whether the Lease says a reservation-aware scheduler answers at `now`: the Lease as the
+    client's model (V1Lease) or as the API's JSON (a plain dict, e.g. from a snapshot file)."""
+    facts = _lease_facts_of_dict(lease) if isinstance(lease, Mapping) else _lease_facts_of_model(lease)
+    return _presence(facts, now, name)
+
+
+@dataclass(frozen=True, slots=True)
+class _LeaseFacts:
+    """What the presence rules read of a Lease."""
+
+    renewed: datetime | None  # renewTime, else acquireTime
+    duration: timedelta
+    holder: str
+    scheduler_names: str | None  # the ANNOTATION_SCHEDULER_NAMES annotation as written
+
+
+def _presence(lease: _LeaseFacts, now: datetime, name: str) -> Presence:
     """Fresh when renewed within its duration (plus clock skew) before `now`. The text of an answer
     that is not fresh holds no age, so a job's status that carries it is written once."""
-    spec = lease.spec
-    renewed = spec.renew_time or spec.acquire_time
-    duration = timedelta(seconds=spec.lease_duration_seconds or 0)
-    holder = spec.holder_identity or "nobody"
+    renewed, duration, holder = lease.renewed, lease.duration, lease.holder
     if renewed is None or duration <= timedelta(0):
         return Presence(False, f"Lease {name} has no renew time or duration")
     age = now - renewed
@@ -195,10 +209,48 @@ def lease_presence(lease: Any, now: datetime, name: str) -> Presence:
             f"Lease {name} last renewed by {holder} at {format_time(renewed)} "
             f"(lease duration {duration.total_seconds():.0f}s)",
         )
-    annotations = (lease.metadata.annotations if lease.metadata is not None else None) or {}
-    listed = annotations.get(ANNOTATION_SCHEDULER_NAMES)
+    listed = lease.scheduler_names
     names = None if listed is None else frozenset(n.strip() for n in listed.split(",") if n.strip())
     return Presence(True, f"Lease {name} renewed by {holder} {max(age.total_seconds(), 0):.0f}s ago", names)
+
+
+def _lease_facts_of_model(lease: Any) -> _LeaseFacts:
+    """The facts of a V1Lease (the kubernetes client's model: times already parsed)."""
+    spec = lease.spec
+    annotations = (lease.metadata.annotations if lease.metadata is not None else None) or {}
+    return _LeaseFacts(
+        renewed=spec.renew_time or spec.acquire_time,
+        duration=timedelta(seconds=spec.lease_duration_seconds or 0),
+        holder=spec.holder_identity or "nobody",
+        scheduler_names=annotations.get(ANNOTATION_SCHEDULER_NAMES),
+    )
+
+
+def _lease_facts_of_dict(lease: Mapping[str, Any]) -> _LeaseFacts:
+    """The facts of a Lease as the API's JSON: RFC 3339 times (MicroTime). Anything malformed reads
+    as missing (a time that does not parse as no time), which the rules call not fresh."""
+    spec = lease.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    metadata = lease.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    listed = annotations.get(ANNOTATION_SCHEDULER_NAMES) if isinstance(annotations, Mapping) else None
+    seconds = spec.get("leaseDurationSeconds")
+    holder = spec.get("holderIdentity")
+    return _LeaseFacts(
+        renewed=_micro_time(spec.get("renewTime")) or _micro_time(spec.get("acquireTime")),
+        duration=timedelta(seconds=seconds if isinstance(seconds, int) and not isinstance(seconds, bool) else 0),
+        holder=holder if isinstance(holder, str) and holder else "nobody",
+        scheduler_names=listed if isinstance(listed, str) else None,
+    )
+
+
+def _micro_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
 
 
 # ------------------------------------------------------------------------------ the plan
