@@ -29,12 +29,25 @@ from descheduler.model import (
     Reservation,
     Workload,
 )
-from descheduler.snapshot_file import SNAPSHOT_TIME_ANNOTATION, snapshot_files
+from descheduler.snapshot_file import (
+    SCHEDULER_LEASE_ANNOTATION,
+    SCHEDULER_LEASE_ERROR_ANNOTATION,
+    SNAPSHOT_TIME_ANNOTATION,
+    snapshot_files,
+)
 
 if TYPE_CHECKING:  # numpy's import alone is a third of loading a snapshot's imports
     from descheduler.podrows import PodRows
 
-__all__ = ["SNAPSHOT_TIME_ANNOTATION", "OwnerPods", "Snapshot", "load_snapshot", "load_snapshot_objects"]
+__all__ = [
+    "SCHEDULER_LEASE_ANNOTATION",
+    "SNAPSHOT_TIME_ANNOTATION",
+    "OwnerPods",
+    "SchedulerLease",
+    "Snapshot",
+    "load_snapshot",
+    "load_snapshot_objects",
+]
 
 _WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
 _QUOTA_GROUPS = ("scheduling.sigs.k8s.io", "scheduling.x-k8s.io")
@@ -50,6 +63,17 @@ class OwnerPods:
 
     def fits(self, pods: tuple[Pod, ...]) -> bool:
         return pods is self.pods
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerLease:
+    """The scheduler Lease as read with the snapshot: which one was looked for (`ref`,
+    NAMESPACE/NAME), the object as the API gave it (None: there is none), or why it could not be
+    read (`error`)."""
+
+    ref: str
+    found: Mapping[str, Any] | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +102,9 @@ class Snapshot:
     # Every pod per controller uid, when the cluster cache kept it (a fast path: the eviction
     # budget groups `pods` itself otherwise, and ignores an index made for another pods tuple).
     owner_pods: OwnerPods | None = field(default=None, compare=False, repr=False)
+    # The scheduler Lease, when the snapshot's reader looked for it (`plan` on a cluster or on a file
+    # `snapshot save` wrote): what a one-shot plan's landings come from. None: not looked for.
+    scheduler_lease: SchedulerLease | None = None
 
     @classmethod
     def build(
@@ -95,6 +122,7 @@ class Snapshot:
         reservations: Iterable[Reservation] = (),
         jobs: Iterable[MigrationJob] = (),
         warnings: Iterable[str] = (),
+        scheduler_lease: SchedulerLease | None = None,
     ) -> Snapshot:
         node_list = tuple(sorted(nodes, key=lambda n: n.name))
         pod_list = tuple(sorted(pods, key=lambda p: (p.namespace, p.name)))
@@ -122,6 +150,7 @@ class Snapshot:
             node_by_name={n.name: n for n in node_list},
             pods_by_node={k: tuple(v) for k, v in by_node.items()},
             pods_per_owner=dict(owners),
+            scheduler_lease=scheduler_lease,
         )
 
     def replicas_of(self, owner_uid: str) -> int:
@@ -197,6 +226,9 @@ class _Collector:
         self.jobs: list[MigrationJob] = []
         self.warnings: list[str] = []
         self.snapshot_time: datetime | None = None
+        self.lease_ref: str | None = None  # the scheduler Lease the List says its writer looked for
+        self.lease_error: str | None = None
+        self.leases: dict[str, Mapping[str, Any]] = {}  # by namespace/name
         self.pod_origin: dict[str, tuple[str, str]] = {}
         self._unknown: set[str] = set()
 
@@ -212,6 +244,7 @@ class _Collector:
             stamp = (list_meta.get("annotations") or {}).get(SNAPSHOT_TIME_ANNOTATION)
             if stamp:
                 self.snapshot_time = _parse_time(str(stamp), f"metadata.annotations.{SNAPSHOT_TIME_ANNOTATION}", source)
+            self._add_list_annotations(list_meta.get("annotations") or {})
             return
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
@@ -281,6 +314,19 @@ class _Collector:
         if all(key):
             self.parsed_pods[key] = pod
         self.pods.append(pod)
+
+    def _add_list_annotations(self, annotations: Any) -> None:
+        if not isinstance(annotations, dict):
+            return
+        ref, error = annotations.get(SCHEDULER_LEASE_ANNOTATION), annotations.get(SCHEDULER_LEASE_ERROR_ANNOTATION)
+        if isinstance(ref, str) and ref:
+            self.lease_ref = ref
+            self.lease_error = error if isinstance(error, str) and error else None
+
+    def scheduler_lease(self) -> SchedulerLease | None:
+        if self.lease_ref is None:
+            return None
+        return SchedulerLease(self.lease_ref, self.leases.get(self.lease_ref), self.lease_error)
 
     def _unknown_kind(self, api_version: str, kind: str, source: str) -> None:
         if f"{api_version}/{kind}" not in self._unknown:
@@ -356,6 +402,13 @@ def _add_job(c: _Collector, raw: decode.RawMigrationJob, group: str) -> None:
     c.jobs.append(decode.migration_job_from_raw(raw))
 
 
+def _add_lease(c: _Collector, raw: dict[str, Any], group: str) -> None:
+    """Kept as the API's JSON: a plan reads the scheduler Lease's few fields (`lease_presence`)."""
+    meta = raw.get("metadata")
+    if isinstance(meta, dict):
+        c.leases[f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"] = raw
+
+
 # (group, kind) -> (the raw shape its objects decode into, what adds one to the collector)
 _HANDLERS: dict[tuple[str, str], tuple[type[Any], Callable[[_Collector, Any, str], None]]] = {
     ("", "Node"): (decode.RawNode, _add_node),
@@ -369,6 +422,7 @@ _HANDLERS: dict[tuple[str, str], tuple[type[Any], Callable[[_Collector, Any, str
     **{(group, "ElasticQuota"): (decode.RawElasticQuota, _add_quota) for group in _QUOTA_GROUPS},
     ("descheduler.dev", "Reservation"): (decode.RawReservation, _add_reservation),
     ("descheduler.dev", "PodMigrationJob"): (decode.RawMigrationJob, _add_job),
+    ("coordination.k8s.io", "Lease"): (dict, _add_lease),
 }
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {
     raw_type: msgspec.json.Decoder(raw_type) for raw_type, _ in _HANDLERS.values()
@@ -455,4 +509,5 @@ def _finish(c: _Collector, now: datetime | None) -> Snapshot:
         reservations=c.reservations,
         jobs=c.jobs,
         warnings=c.warnings,
+        scheduler_lease=c.scheduler_lease(),
     )

@@ -20,7 +20,7 @@ import gzip
 import io
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
@@ -32,6 +32,11 @@ from isal import igzip, igzip_lib
 from descheduler.errors import InputError
 
 SNAPSHOT_TIME_ANNOTATION = "descheduler.dev/snapshot-time"
+# The scheduler Lease `snapshot save` looked for (NAMESPACE/NAME); the Lease itself is an item when it
+# existed. With it, `plan --snapshot` says how each move would go, as `plan --kubeconfig` does.
+SCHEDULER_LEASE_ANNOTATION = "descheduler.dev/scheduler-lease"
+# Why that Lease could not be read (a 403, say), when it could not: the replayed plan says so too.
+SCHEDULER_LEASE_ERROR_ANNOTATION = "descheduler.dev/scheduler-lease-error"
 SUFFIXES = (".json", ".json.gz", ".yaml", ".yml", ".yaml.gz", ".yml.gz")
 GZIP_LEVEL = 1
 _BUFFER = 1 << 20  # bytes handed to zlib (or the file) at a time
@@ -337,12 +342,14 @@ def _loaded_yaml(path: Path, stream: IO[str]) -> Iterator[Any]:
 
 
 @contextmanager
-def writing(path: Path, snapshot_time: str) -> Iterator[Callable[[bytes], None]]:
+def writing(
+    path: Path, snapshot_time: str, annotations: Mapping[str, str] | None = None
+) -> Iterator[Callable[[bytes], None]]:
     """Write a snapshot file as a stream, in the format its suffix names: yields `write(item)`,
-    which takes each object as compact JSON (apiVersion and kind set). The file appears under its
-    name only once complete."""
+    which takes each object as compact JSON (apiVersion and kind set). The List's annotations are
+    the snapshot time and `annotations`. The file appears under its name only once complete."""
     temporary = path.with_name(path.name + ".tmp")
-    meta = {"annotations": {SNAPSHOT_TIME_ANNOTATION: snapshot_time}}
+    meta = {"annotations": {SNAPSHOT_TIME_ANNOTATION: snapshot_time, **(annotations or {})}}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with temporary.open("wb", buffering=_BUFFER) as file:
