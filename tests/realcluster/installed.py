@@ -121,8 +121,10 @@ def scheduler_side(
     return installation, tokens
 
 
-def token_kubeconfig(admin_kubeconfig: Path, ca: Path, path: Path, service_account: str) -> Path:
-    """A kubeconfig for `service_account` in NAMESPACE: a bearer token from the TokenRequest API
+def token_kubeconfig(
+    admin_kubeconfig: Path, ca: Path, path: Path, service_account: str, namespace: str = NAMESPACE
+) -> Path:
+    """A kubeconfig for `service_account` in `namespace`: a bearer token from the TokenRequest API
     (an hour; the audience the apiserver defaults to, its issuer) and the server's CA."""
     api = kubernetes.config.new_client_from_config(config_file=str(admin_kubeconfig))
     try:
@@ -131,7 +133,7 @@ def token_kubeconfig(admin_kubeconfig: Path, ca: Path, path: Path, service_accou
             spec=kubernetes.client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
         )
         answer = kubernetes.client.CoreV1Api(api).create_namespaced_service_account_token(
-            service_account, NAMESPACE, request
+            service_account, namespace, request
         )
         token = answer.status.token
     finally:

@@ -162,14 +162,16 @@ def _same_series(key: str, name: str, labels: dict[str, str]) -> bool:
     return {k: v.strip('"') for k, v in pairs.items()} == labels
 
 
-def extender_process(workdir: Path, kubeconfig: Path, policy: Path, lease_namespace: str) -> OurProcess:
+def extender_process(
+    workdir: Path, kubeconfig: Path, policy: Path, lease_namespace: str, identity: str = "extender-0"
+) -> OurProcess:
     port = free_port()
     args = ["extender", "--policy", str(policy), "--kubeconfig", str(kubeconfig), "--host", "127.0.0.1"]
-    args += ["--port", str(port), "--identity", "extender-0"]
+    args += ["--port", str(port), "--identity", identity]
     args += ["--scheduler-lease", f"{lease_namespace}/{SCHEDULER_LEASE}", "--scheduler-name", LOAD_AWARE_SCHEDULER]
     # The load is re-read every 2 s (the publisher's period), not every 15 s.
     args += ["--load-interval", "2"]
-    return OurProcess("extender", args, workdir / "extender.log", port)
+    return OurProcess(identity, args, workdir / f"{identity}.log", port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ hot workloads run hot while their requests look modest, as on a real cluster.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -64,6 +65,7 @@ from moves_support import (
 from realcluster_support import create
 from standin import KubeletStandIn, LoadPublisher
 
+from descheduler.extender.lease import RENEW_PERIOD
 from descheduler.fakecluster.usage import UsageSpec
 from descheduler.kube import KubeClient
 from descheduler.migration.objects import SCHEDULER_LEASE
@@ -214,11 +216,11 @@ def prepare(stage: Stage, components: Components, scheduler_name: str | None) ->
     stage.publisher = LoadPublisher(kube, stage.nodes, CALM, period=PUBLISH).start()
 
     def place(workloads: dict[str, int], cpu_m: int) -> None:
+        total = len(list_pods(kube, namespace)) + sum(workloads.values())
         for name, replicas in workloads.items():
             scheduler = stage.schedulers.get(name, scheduler_name)
             manifest = deployment(name, replicas, stage.run, cpu=f"{cpu_m}m", memory="64Mi", scheduler_name=scheduler)
             create(kube, f"/apis/apps/v1/namespaces/{namespace}/deployments", manifest)
-        total = len(list_pods(kube, namespace)) + sum(workloads.values())
 
         def all_ready() -> bool:
             pods = list_pods(kube, namespace)
@@ -701,6 +703,84 @@ def test_a_controller_restarted_mid_move_leaves_no_taint(components: Components,
     print(f"\nrestarted mid-move: {sorted(phase(j) for j in recorder.job_list())} ({took:.0f}s to settle)")
     assert not recorder.tainted
     assert not (problems := _steered(stage, ["cart"])), "\n".join(problems)
+
+
+def test_an_extender_that_may_not_write_the_lease_says_the_fix_and_the_fix_works(
+    components: Components, kube: KubeClient, namespace: str
+) -> None:
+    """The extender run as a sidecar of an existing kube-scheduler: its user (here a ServiceAccount in
+    kube-system with the extender's ClusterRole) may read the cluster but not write the Lease in
+    descheduler-system. Its log names the RoleBinding to create, as one kubectl command; created as
+    written, the renewals go through."""
+    run = namespace[-5:]
+    account = f"sidecar-{run}"
+    create(kube, "/api/v1/namespaces/kube-system/serviceaccounts", {"metadata": {"name": account}})
+    reads = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": account},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": installed.EXTENDER},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": "kube-system"}],
+    }
+    create(kube, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", reads)
+    made: list[str] = [f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{account}"]
+    assert components.control_plane.certs is not None
+    token = installed.token_kubeconfig(
+        components.control_plane.kubeconfig,
+        components.control_plane.certs.ca,
+        components.workdir / f"{account}.kubeconfig",
+        account,
+        namespace="kube-system",
+    )
+    policy = components.workdir / "extender-policy.yaml"
+    sidecar = extender_process(components.workdir, token, policy, installed.NAMESPACE, identity=account)
+    try:
+        sidecar.start()
+        sidecar.wait_ready("/readyz", SLACK * STARTUP)
+        command = re.compile(  # in a JSON log line: a word ends at a space or a quote
+            r'kubectl -n ([^\s"]+) create rolebinding ([^\s"]+) --role=([^\s"]+) --serviceaccount=([^\s":]+):([^\s"]+)'
+        )
+
+        def fix_said() -> re.Match[str] | None:
+            return next((m for m in map(command.search, installed.forbidden_lines(sidecar.text())) if m), None)
+
+        wait_until(
+            lambda: fix_said() is not None, SLACK * 3 * RENEW_PERIOD, "the refused renewal and its fix", sidecar.tail
+        )
+        assert (sidecar.metric("descheduler_extender_lease_renewals_total", result="forbidden") or 0) >= 1
+        said = fix_said()
+        assert said is not None
+        lease_namespace, name, role, account_namespace, account_name = said.groups()
+        assert (lease_namespace, role, account_namespace, account_name) == (
+            installed.NAMESPACE,
+            "descheduler-extender-lease",
+            "kube-system",
+            account,
+        ), said.group(0)
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": lease_namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account_name, "namespace": account_namespace}],
+        }
+        create(kube, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{lease_namespace}/rolebindings", binding)
+        made.append(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{lease_namespace}/rolebindings/{name}")
+        lease = f"/apis/coordination.k8s.io/v1/namespaces/{installed.NAMESPACE}/leases/{SCHEDULER_LEASE}"
+
+        def renewed_by_sidecar() -> bool:
+            holder = ((kube.get_json(lease).get("spec") or {}).get("holderIdentity")) or ""
+            return (
+                holder == account
+                and (sidecar.metric("descheduler_extender_lease_renewals_total", result="ok") or 0) >= 1
+            )
+
+        wait_until(renewed_by_sidecar, SLACK * 3 * RENEW_PERIOD, "the sidecar renewing the Lease", sidecar.tail)
+    finally:
+        sidecar.stop()
+        for path in made:
+            delete_quietly(kube, path)
+        delete_quietly(kube, f"/api/v1/namespaces/kube-system/serviceaccounts/{account}")
 
 
 class StepKiller:
