@@ -17,7 +17,15 @@ from descheduler.controller.cli import run_command
 from descheduler.errors import ClusterUnreachableError, InputError, NoClusterConfigError
 from descheduler.extender.command import extender_command
 from descheduler.fakecluster.cli import sim_app
-from descheduler.kube.cli import ContextOption, KubeconfigOption, plan_snapshot, snapshot_app
+from descheduler.kube.cli import (
+    DEFAULT_SCHEDULER_LEASE,
+    ContextOption,
+    KubeconfigOption,
+    SchedulerLeaseOption,
+    lease_ref,
+    plan_snapshot,
+    snapshot_app,
+)
 from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
 from descheduler.simulate.cli import simulate_command
 
@@ -84,6 +92,7 @@ def plan(
     output: Annotated[Output, typer.Option("--output", "-o", help="report format")] = Output.table,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
+    scheduler_lease: SchedulerLeaseOption = DEFAULT_SCHEDULER_LEASE,
 ) -> None:
     """One planning cycle, no side effects: what would move and why, what would not and why not.
 
@@ -91,7 +100,12 @@ def plan(
     or with none of these flags the cluster kubectl would use ($KUBECONFIG, ~/.kube/config, or
     in-cluster).
 
+    Each ReservationFirst move says how it would go (its landing: Reservation, Waits, Steered or
+    Unsteered), from the scheduler Lease: on a cluster the one --scheduler-lease names, on a
+    snapshot the one `snapshot save` recorded (a snapshot without one gives no landings).
+
     Exit codes: 0 planned; 1 bad input, or no cluster configuration found; 2 the cluster could not be read."""
+    from descheduler.migration.landings import snapshot_landings
     from descheduler.plan_cycle import plan_cycle
     from descheduler.report import render
     from descheduler.snapshot import load_snapshot
@@ -100,15 +114,17 @@ def plan(
     if (snapshot is not None) + demo + explicit > 1:
         raise InputError("give exactly one of --snapshot PATH, --demo, or --kubeconfig FILE [--context NAME]")
     loaded_policy = load_policy(policy) if policy is not None else default_policy()
+    lease = lease_ref(scheduler_lease)
     when = parse_time(now)
     if snapshot is None and not demo:
         try:
-            loaded = plan_snapshot(kubeconfig, context, loaded_policy, when)
+            loaded = plan_snapshot(kubeconfig, context, loaded_policy, when, lease)
         except NoClusterConfigError as error:
             raise NoClusterConfigError(f"{error}; to plan without a cluster: --demo or --snapshot PATH") from None
     else:
         loaded = load_snapshot(snapshot if snapshot is not None else demo_snapshot_path(), now=when)
-    result, _ = plan_cycle(loaded, loaded_policy)
+    planned, _ = plan_cycle(loaded, loaded_policy)
+    result = snapshot_landings(planned, loaded, loaded_policy.migration)
     sys.stdout.write(render(result, output.value))
 
 

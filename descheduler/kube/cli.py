@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from descheduler.errors import InputError, NoClusterConfigError
+from descheduler.migration.objects import SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE, parse_lease_ref
 from descheduler.policy import Policy, default_policy, load_policy
 from descheduler.snapshot import Snapshot
 from descheduler.timestamps import format_time
@@ -25,6 +26,23 @@ KubeconfigOption = Annotated[
     typer.Option("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)"),
 ]
 ContextOption = Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: the current one)")]
+SchedulerLeaseOption = Annotated[
+    str,
+    typer.Option(
+        "--scheduler-lease",
+        help="NAMESPACE/NAME of the Lease the extender renews, which says whether moves get a Reservation "
+        "(as `descheduler run --scheduler-lease`)",
+    ),
+]
+DEFAULT_SCHEDULER_LEASE = f"{SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE}"
+
+
+def lease_ref(text: str) -> tuple[str, str]:
+    """--scheduler-lease as (namespace, name); a malformed one is an input error naming the flag."""
+    try:
+        return parse_lease_ref(text)
+    except ValueError as error:
+        raise InputError(str(error), field="--scheduler-lease") from None
 
 
 def _quiet_logs() -> None:
@@ -34,13 +52,20 @@ def _quiet_logs() -> None:
     configure_logging("warning")
 
 
-def plan_snapshot(kubeconfig: Path | None, context: str | None, policy: Policy, now: datetime | None) -> Snapshot:
-    """The Snapshot `plan --kubeconfig` plans on: the cluster listed once, and one load reading."""
+def plan_snapshot(
+    kubeconfig: Path | None,
+    context: str | None,
+    policy: Policy,
+    now: datetime | None,
+    scheduler_lease: tuple[str, str] = (SCHEDULER_LEASE_NAMESPACE, SCHEDULER_LEASE),
+) -> Snapshot:
+    """The Snapshot `plan --kubeconfig` plans on: the cluster listed once, one load reading, and the
+    scheduler Lease read once."""
     from descheduler.kube.live import cluster, read_snapshot
 
     _quiet_logs()
     with cluster(kubeconfig, context) as client:
-        return read_snapshot(client, policy, now or datetime.now(UTC))
+        return read_snapshot(client, policy, now or datetime.now(UTC), scheduler_lease=scheduler_lease)
 
 
 @snapshot_app.command("save")
@@ -57,6 +82,7 @@ def save(
     policy: Annotated[
         Path | None, typer.Option("--policy", "-p", help="policy file: its loadSource says where load is read")
     ] = None,
+    scheduler_lease: SchedulerLeaseOption = DEFAULT_SCHEDULER_LEASE,
 ) -> None:
     """Write the cluster's nodes, pods, workloads, PDBs, quotas, our objects and one load reading to
     PATH, stamped with the time read, so `descheduler plan --snapshot PATH` replays this moment.
@@ -65,7 +91,9 @@ def save(
     in seconds. YAML is for reading by eye: PyYAML takes over a millisecond an object, 6 minutes to
     write 150,000 pods and longer to read them; use .json or .json.gz for big clusters. Every format is
     one List of the objects as the API returns them, less managedFields, the last-applied
-    manifest and container environment values.
+    manifest and container environment values. The scheduler Lease (--scheduler-lease) is saved
+    too when it exists, and the List names the Lease looked for, so the replayed plan says how each
+    move would go (its landing) as `plan` on the cluster does.
 
     The cluster: --kubeconfig/--context, else the one kubectl would use ($KUBECONFIG,
     ~/.kube/config, or in-cluster). Exit codes: 0 saved; 1 bad input, or no cluster configuration
@@ -76,10 +104,11 @@ def save(
     if path.is_dir():
         raise InputError("is a directory: give a file to write (.json, .json.gz, .yaml or .yml)", source=str(path))
     loaded = load_policy(policy) if policy is not None else default_policy()
+    lease = lease_ref(scheduler_lease)
     now = datetime.now(UTC)
     try:
         with cluster(kubeconfig, context) as client:
-            saved = save_snapshot(client, loaded, path, now)
+            saved = save_snapshot(client, loaded, path, now, scheduler_lease=lease)
     except NoClusterConfigError as error:
         raise NoClusterConfigError(f"{error}; give --kubeconfig FILE") from None
     for warning in saved.warnings:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,8 +24,9 @@ from descheduler.kube.gcpause import paused_gc
 from descheduler.kube.kinds import CLUSTER_KINDS, KINDS, NODES, PODS, RawList, ResourceKind
 from descheduler.kube.listing import ContinueExpired, list_pages
 from descheduler.loadsource import cache_kinds, reader_for
+from descheduler.migration.objects import SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE
 from descheduler.policy import Policy
-from descheduler.snapshot import Snapshot
+from descheduler.snapshot import SchedulerLease, Snapshot
 from descheduler.timestamps import format_time
 
 log = structlog.get_logger(__name__)
@@ -43,8 +45,16 @@ def cluster(kubeconfig: Path | None, context: str | None, *, timeout: float = 30
         client.close()
 
 
-def read_snapshot(client: KubeClient, policy: Policy, now: datetime, *, sync_timeout: float = 60.0) -> Snapshot:
-    """Sync a cache of the cluster once, read the policy's load source, and take one Snapshot."""
+def read_snapshot(
+    client: KubeClient,
+    policy: Policy,
+    now: datetime,
+    *,
+    scheduler_lease: tuple[str, str] = (SCHEDULER_LEASE_NAMESPACE, SCHEDULER_LEASE),
+    sync_timeout: float = 60.0,
+) -> Snapshot:
+    """Sync a cache of the cluster once, read the policy's load source and the scheduler Lease
+    (`scheduler_lease`: namespace, name), and take one Snapshot."""
     cache = ClusterCache(client, kinds=(*CLUSTER_KINDS, *cache_kinds(policy.load_source)))
     reader = reader_for(policy.load_source, client, cache)
     try:
@@ -60,7 +70,8 @@ def read_snapshot(client: KubeClient, policy: Policy, now: datetime, *, sync_tim
                     f"{client.host}: could not list the cluster within {sync_timeout:g}s: {cache.not_ready()}"
                 )
         reading = reader.read(now)
-        return cache.snapshot(now, reading)
+        lease = read_scheduler_lease(client, *scheduler_lease)
+        return dataclasses.replace(cache.snapshot(now, reading), scheduler_lease=lease)
     finally:
         cache.stop()
         reader.close()
@@ -73,9 +84,27 @@ class SavedSnapshot:
     warnings: tuple[str, ...]
 
 
-def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime) -> SavedSnapshot:
-    """Write the cluster and one load reading to `path` as a List annotated with `now`, in the format
-    its suffix names (`descheduler.snapshot_file`), page by page as the API lists them."""
+def save_snapshot(
+    client: KubeClient,
+    policy: Policy,
+    path: Path,
+    now: datetime,
+    *,
+    scheduler_lease: tuple[str, str] = (SCHEDULER_LEASE_NAMESPACE, SCHEDULER_LEASE),
+) -> SavedSnapshot:
+    """Write the cluster, one load reading and the scheduler Lease (`scheduler_lease`: namespace,
+    name) to `path` as a List annotated with `now` and the Lease looked for (and why it could not be
+    read, if so), in the format its suffix names (`descheduler.snapshot_file`), page by page as the
+    API lists them."""
+    lease = read_scheduler_lease(client, *scheduler_lease)
+    annotations = {snapshot_file.SCHEDULER_LEASE_ANNOTATION: lease.ref}
+    lease_warnings = []
+    if lease.error is not None:
+        annotations[snapshot_file.SCHEDULER_LEASE_ERROR_ANNOTATION] = lease.error
+        lease_warnings.append(
+            f"cannot read the scheduler Lease {lease.ref}: {lease.error}; plans on this snapshot leave out how "
+            "ReservationFirst moves would go"
+        )
     reader = reader_for(policy.load_source, client)
     counts: Counter[str] = Counter()
     # The GC paused as while the cache lists: what is kept (the load reading's objects and records,
@@ -85,12 +114,36 @@ def save_snapshot(client: KubeClient, policy: Policy, path: Path, now: datetime)
             reading = reader.read(now, keep_objects=True, usage=False)
         finally:
             reader.close()
-        with snapshot_file.writing(path, format_time(now)) as write:
+        with snapshot_file.writing(path, format_time(now), annotations) as write:
             warnings = write_cluster(client, write, counts)
             for text in reading.objects:
                 write(bytes(text))
                 counts[str(_KIND.decode(text).kind)] += 1
-    return SavedSnapshot(path, dict(counts), tuple(warnings + list(reading.warnings)))
+            if lease.found is not None:
+                write(_ENCODER.encode(_redacted({"apiVersion": LEASE_API_VERSION, "kind": "Lease", **lease.found})))
+                counts["Lease"] += 1
+    return SavedSnapshot(path, dict(counts), tuple(warnings + list(reading.warnings) + lease_warnings))
+
+
+LEASE_API_VERSION = "coordination.k8s.io/v1"
+
+
+def read_scheduler_lease(client: KubeClient, namespace: str, name: str) -> SchedulerLease:
+    """The scheduler Lease, read once (GET): the object, none (404), or why it could not be read (a
+    403, any other error): a plan without it still plans, it only cannot say how moves would go."""
+    ref = f"{namespace}/{name}"
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+    try:
+        found = msgspec.json.decode(client.request("GET", path))
+    except KubeApiError as error:
+        if error.status == 404:
+            return SchedulerLease(ref)
+        return SchedulerLease(ref, error=str(error))
+    except (ClusterUnreachableError, msgspec.DecodeError) as error:
+        return SchedulerLease(ref, error=str(error))
+    if not isinstance(found, dict):
+        return SchedulerLease(ref, error=f"GET {path}: not a Lease object")
+    return SchedulerLease(ref, found)
 
 
 # --- listing for a snapshot file ------------------------------------------------------------

@@ -291,3 +291,89 @@ def test_saved_workloads_carry_no_env_values_of_their_pod_templates(tmp_path: Pa
     assert spec["initContainers"][0]["env"] == [{"name": "INIT", "value": REDACTED}]
     assert spec["ephemeralContainers"][0]["env"] == [{"name": "DBG", "value": REDACTED}]
     assert item["spec"]["replicas"] == 2 and item["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+
+
+# ---------------------------------------------------------------- the scheduler Lease and landings
+
+LEASE_PATH = "^/apis/coordination.k8s.io/v1/namespaces/descheduler-system/leases/descheduler-scheduler$"
+
+
+def _plans(config: Path, now: str, path: Path, *flags: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """`plan --kubeconfig`, `snapshot save` then `plan --snapshot` of it: the two plans and save's stderr."""
+    live = run("plan", "--kubeconfig", str(config), "--context", "fake", "--now", now, "-o", "json", *flags)
+    assert live.returncode == 0, live.stderr
+    saved = run("snapshot", "save", str(path), "--kubeconfig", str(config), *flags)
+    assert saved.returncode == 0, saved.stderr
+    replay = run("plan", "--snapshot", str(path), "--now", now, "-o", "json")
+    assert replay.returncode == 0, replay.stderr
+    return json.loads(live.stdout), json.loads(replay.stdout), saved.stderr
+
+
+def test_moves_on_the_cluster_land_as_its_scheduler_lease_says(
+    cluster: tuple[SimulatedCluster, Path, str], tmp_path: Path
+) -> None:
+    """The simulated scheduler renews the Lease and serves the demo's pods: every move gets a Reservation."""
+    _, config, now = cluster
+    live, replayed, _ = _plans(config, now, tmp_path / "cluster.json.gz")
+    assert live["migrations"] and {m["mode"] for m in live["migrations"]} == {"ReservationFirst"}
+    assert {m.get("landing") for m in live["migrations"]} == {"Reservation"}
+    assert live == replayed
+
+
+def test_a_scheduler_lease_that_does_not_exist_sends_moves_steered(
+    cluster: tuple[SimulatedCluster, Path, str], tmp_path: Path
+) -> None:
+    _, config, now = cluster
+    live, replayed, _ = _plans(config, now, tmp_path / "cluster.json", "--scheduler-lease", "descheduler-system/nope")
+    assert {m.get("landing") for m in live["migrations"]} == {"Steered"}
+    assert any("no Lease descheduler-system/nope" in w for w in live["warnings"]), live["warnings"]
+    assert live == replayed
+    document = json.loads((tmp_path / "cluster.json").read_text())
+    assert document["metadata"]["annotations"]["descheduler.dev/scheduler-lease"] == "descheduler-system/nope"
+    assert "Lease" not in {item["kind"] for item in document["items"]}
+
+
+def test_a_saved_snapshot_holds_the_scheduler_lease_and_names_it(
+    cluster: tuple[SimulatedCluster, Path, str], tmp_path: Path
+) -> None:
+    _, config, _ = cluster
+    path = tmp_path / "cluster.json"
+    result = run("snapshot", "save", str(path), "--kubeconfig", str(config))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(path.read_text())
+    assert document["metadata"]["annotations"]["descheduler.dev/scheduler-lease"] == (
+        "descheduler-system/descheduler-scheduler"
+    )
+    [lease] = [item for item in document["items"] if item["kind"] == "Lease"]
+    assert lease["apiVersion"] == "coordination.k8s.io/v1"
+    assert (lease["metadata"]["namespace"], lease["metadata"]["name"]) == (
+        "descheduler-system",
+        "descheduler-scheduler",
+    )
+    assert "managedFields" not in lease["metadata"] and lease["spec"]["renewTime"]
+    assert "1 Lease" in result.stderr
+
+
+def test_a_forbidden_scheduler_lease_leaves_landings_out_with_a_warning(
+    cluster: tuple[SimulatedCluster, Path, str], tmp_path: Path
+) -> None:
+    sim, config, now = cluster
+    message = 'leases.coordination.k8s.io "descheduler-scheduler" is forbidden: User "u" cannot get resource "leases"'
+    sim.server.faults.fail_next(1000, path=LEASE_PATH, status=403, message=message)
+    try:
+        live, replayed, saved = _plans(config, now, tmp_path / "cluster.yaml")
+    finally:
+        sim.server.faults.clear()
+    assert live["migrations"] and {m.get("landing") for m in live["migrations"]} == {None}
+    [warning] = [w for w in live["warnings"] if "scheduler Lease" in w]
+    assert warning.startswith("cannot read the scheduler Lease descheduler-system/descheduler-scheduler: GET ")
+    assert "403 Forbidden" in warning and "left out" in warning
+    assert "warning: cannot read the scheduler Lease" in saved
+    assert live == replayed  # the file records why, and the replayed plan says so too
+
+
+def test_plan_names_a_malformed_scheduler_lease(cluster: tuple[SimulatedCluster, Path, str]) -> None:
+    _, config, _ = cluster
+    result = run("plan", "--kubeconfig", str(config), "--scheduler-lease", "a/b/c")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "--scheduler-lease" in result.stderr and "expected NAMESPACE/NAME" in result.stderr
