@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
-from descheduler.migration.presence import Presence, decide, lease_presence, with_landings
+from descheduler.migration.presence import decide, lease_presence, no_lease, with_landings
 from descheduler.plan import Plan
 from descheduler.policy import MigrationArgs
 from descheduler.snapshot import Snapshot
@@ -27,11 +27,7 @@ def snapshot_landings(plan: Plan, snapshot: Snapshot, migration: MigrationArgs) 
             "(the landing after their mode) is left out"
         )
         return msgspec.structs.replace(plan, warnings=(*plan.warnings, warning))
-    answer = (
-        Presence(False, f"no Lease {seen.ref}: no reservation-aware scheduler has announced itself")
-        if seen.found is None
-        else lease_presence(seen.found, snapshot.now, seen.ref)
-    )
+    answer = no_lease(seen.ref) if seen.found is None else lease_presence(seen.found, snapshot.now, seen.ref)
     args = migration.reservation_scheduler
     # No grace (grace_until=None): a one-shot plan reports the steady state, how moves go once the
     # controller has run longer than reservationScheduler.grace; a controller just started (or whose

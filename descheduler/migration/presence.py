@@ -135,8 +135,12 @@ class SchedulerPresence:
         except ApiFailure as failure:
             return Presence(None, f"cannot read Lease {self.lease}: {failure}")
         if lease is None:
-            return Presence(False, f"no Lease {self.lease}: no reservation-aware scheduler has announced itself")
+            return no_lease(self.lease)
         return lease_presence(lease, now, self.lease)
+
+
+def no_lease(name: str) -> Presence:
+    return Presence(False, f"no Lease {name}: no reservation-aware scheduler has announced itself")
 
 
 def decide(
