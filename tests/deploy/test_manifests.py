@@ -130,7 +130,7 @@ def test_the_validator_rejects_unknown_fields_and_bad_types() -> None:
 def test_the_validator_rejects_unknown_kinds_and_bad_service_monitors() -> None:
     with pytest.raises(InvalidObject, match="no schema"):
         validate_object({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}, ["1.31"], {})
-    monitor = copy.deepcopy(find(rendered(DEPLOY / "overlays" / "monitoring"), "ServiceMonitor"))
+    monitor = copy.deepcopy(find(rendered(DEPLOY / "overlays" / "monitoring"), "ServiceMonitor", "descheduler"))
     monitor["spec"]["endpoints"][0]["intervall"] = "30s"
     with pytest.raises(InvalidObject, match="intervall"):
         validate_object(monitor, KUBERNETES_VERSIONS, {})
@@ -353,6 +353,15 @@ def test_the_service_monitor_scrapes_the_metrics_service() -> None:
     objects = rendered(DEPLOY / "overlays" / "monitoring")
     monitor = find(objects, "ServiceMonitor", "descheduler")
     service = find(objects, "Service", "descheduler-metrics")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {p["name"] for p in service["spec"]["ports"]}
+    assert all(e["path"] == "/metrics" for e in monitor["spec"]["endpoints"])
+
+
+def test_the_extender_service_monitor_scrapes_the_extender_service() -> None:
+    monitor = find(rendered(DEPLOY / "overlays" / "monitoring"), "ServiceMonitor", "descheduler-extender")
+    service = find(rendered(DEPLOY / "overlays" / "with-scheduler"), "Service", "descheduler-extender")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
     assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {p["name"] for p in service["spec"]["ports"]}
