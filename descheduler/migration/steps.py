@@ -255,12 +255,8 @@ def awaiting_scheduler(job: PodMigrationJob, why: str, now: datetime) -> Record 
     created = job.status.condition("ReservationCreated")
     if created is not None and created.reason == WAITING_FOR_SCHEDULER and created.message == why:
         return Hold(WAITING_FOR_SCHEDULER, why)
-    status = with_condition(
-        job.status, "ReservationCreated", now, value="False", reason=WAITING_FOR_SCHEDULER, message=why
-    )
-    status = status.model_copy(update={"reason": WAITING_FOR_SCHEDULER, "message": why})
     return Record(
-        status,
+        _not_reserved(job, WAITING_FOR_SCHEDULER, why, now),
         WAITING_FOR_SCHEDULER,
         why,
         log="waiting for a reservation-aware scheduler",
@@ -275,12 +271,8 @@ def unreserved(job: PodMigrationJob, why: str, now: datetime) -> Record:
         f"no reservation-aware scheduler answers ({why}): the pod is evicted without a Reservation and the "
         "move is judged by where the scheduler puts its replacement"
     )
-    status = with_condition(
-        job.status, "ReservationCreated", now, value="False", reason=NO_RESERVATION_SCHEDULER, message=message
-    )
-    status = status.model_copy(update={"reason": NO_RESERVATION_SCHEDULER, "message": message})
     return Record(
-        status,
+        _not_reserved(job, NO_RESERVATION_SCHEDULER, message, now),
         NO_RESERVATION_SCHEDULER,
         message,
         log="moving without a reservation",
@@ -288,6 +280,12 @@ def unreserved(job: PodMigrationJob, why: str, now: datetime) -> Record:
         warning=True,
         progress=True,
     )
+
+
+def _not_reserved(job: PodMigrationJob, reason: str, message: str, now: datetime) -> PodMigrationJobStatus:
+    """The status with ReservationCreated=False for `reason`, which the job's status says too."""
+    status = with_condition(job.status, "ReservationCreated", now, value="False", reason=reason, message=message)
+    return status.model_copy(update={"reason": reason, "message": message})
 
 
 def forgotten(status: PodMigrationJobStatus, reason: str = "", message: str = "") -> PodMigrationJobStatus:

@@ -305,6 +305,19 @@ def start_controller(
     return process.start()
 
 
+def start_installed_controller(stage: Stage, components: Components, identity: str, migration: str = "") -> OurProcess:
+    """The controller as deploy/ runs it: its ServiceAccount's token, its Lease in the Roles' namespace."""
+    return start_controller(
+        stage,
+        components,
+        components.controller_kubeconfig,
+        identity=identity,
+        lease_namespace=installed.NAMESPACE,
+        lease_name=installed.CONTROLLER_LEASE,
+        migration=migration,
+    )
+
+
 def wait_leader(controller: OurProcess) -> float:
     def leading() -> bool:
         if not controller.alive():
@@ -477,14 +490,7 @@ def test_with_the_extender_every_move_lands_on_its_reservation(components: Compo
     moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
     assert moves >= 20, f"the layout needs only {moves} moves: {per_node}"
     began = time.monotonic()
-    controller = start_controller(
-        stage,
-        components,
-        components.controller_kubeconfig,
-        identity=f"controller-{stage.run}",
-        lease_namespace=installed.NAMESPACE,
-        lease_name=installed.CONTROLLER_LEASE,
-    )
+    controller = start_installed_controller(stage, components, f"controller-{stage.run}")
     took = run_until_settled(stage, controller, moves)
     elapsed = time.monotonic() - began
     recorder = stage.recorder
@@ -509,15 +515,7 @@ def test_with_the_extender_every_move_lands_on_its_reservation(components: Compo
 
 def _settle(stage: Stage, components: Components, moves: int, *, migration: str = "") -> tuple[OurProcess, float]:
     """The controller as deploy/ runs it (its ServiceAccount), led until the stage settles."""
-    controller = start_controller(
-        stage,
-        components,
-        components.controller_kubeconfig,
-        identity=f"controller-{stage.run}",
-        lease_namespace=installed.NAMESPACE,
-        lease_name=installed.CONTROLLER_LEASE,
-        migration=migration,
-    )
+    controller = start_installed_controller(stage, components, f"controller-{stage.run}", migration)
     return controller, run_until_settled(stage, controller, moves)
 
 
@@ -638,15 +636,12 @@ def test_a_controller_started_before_the_extender_waits_for_it(components: Compo
     delete_quietly(
         stage.kube, f"/apis/coordination.k8s.io/v1/namespaces/{installed.NAMESPACE}/leases/{SCHEDULER_LEASE}"
     )
-    controller = start_controller(
+    controller = start_installed_controller(
         stage,
         components,
-        components.controller_kubeconfig,
-        identity=f"controller-{stage.run}",
-        lease_namespace=installed.NAMESPACE,
-        lease_name=installed.CONTROLLER_LEASE,
-        # The extender needs more than the default 30 s to start on a loaded two-core machine.
-        migration="  reservationScheduler: {expect: Preferred, grace: 90s}\n",
+        f"controller-{stage.run}",
+        # Room for a slow extender start on a loaded two-core machine (the default grace is 30 s).
+        "  reservationScheduler: {expect: Preferred, grace: 90s}\n",
     )
     try:
         wait_leader(controller)
@@ -677,27 +672,13 @@ def test_a_controller_restarted_mid_move_leaves_no_taint(components: Components,
     moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
     recorder = stage.recorder
     assert recorder is not None
-    first = start_controller(
-        stage,
-        components,
-        components.controller_kubeconfig,
-        identity=f"controller-{stage.run}-0",
-        lease_namespace=installed.NAMESPACE,
-        lease_name=installed.CONTROLLER_LEASE,
-    )
+    first = start_installed_controller(stage, components, f"controller-{stage.run}-0")
     try:
         wait_leader(first)
         wait_until(lambda: bool(recorder.tainted), SLACK * (STARTUP + TTL), "a source tainted", first.tail)
     finally:
         first.kill()
-    second = start_controller(
-        stage,
-        components,
-        components.controller_kubeconfig,
-        identity=f"controller-{stage.run}-1",
-        lease_namespace=installed.NAMESPACE,
-        lease_name=installed.CONTROLLER_LEASE,
-    )
+    second = start_installed_controller(stage, components, f"controller-{stage.run}-1")
     took = run_until_settled(stage, second, moves)
     _wait_untainted(stage)
     print(f"\nrestarted mid-move: {sorted(phase(j) for j in recorder.job_list())} ({took:.0f}s to settle)")
