@@ -440,7 +440,7 @@ class MigrationController:
         if isinstance(live, _Lost):
             # Evicted by an earlier instance that stopped before recording it, or by someone else.
             return self._apply(
-                handle, steps.evicted(job, "PodGone", f"{live.why}; not evicted again", reads.now), reads
+                handle, steps.evicted(job, steps.POD_GONE, f"{live.why}; not evicted again", reads.now), reads
             )
         pod = live.pod
         if steps.reserves(job):
@@ -492,7 +492,9 @@ class MigrationController:
         bound = handle.log()
         if failure.not_found:
             return self._apply(
-                handle, steps.evicted(job, "PodGone", "the pod was gone when it was to be evicted", reads.now), reads
+                handle,
+                steps.evicted(job, steps.POD_GONE, "the pod was gone when it was to be evicted", reads.now),
+                reads,
             )
         if failure.disruption_budget:
             metrics.EVICTIONS.labels("pdb_blocked").inc()

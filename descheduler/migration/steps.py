@@ -38,6 +38,9 @@ from descheduler.timestamps import format_time
 # The reason on a ReservationFirst job's ReservationCreated=False condition when no
 # reservation-aware scheduler answered as it started: the pod is moved without a Reservation.
 NO_RESERVATION_SCHEDULER: Final = "NoReservationScheduler"
+# The Evicted reason when the pod was gone or leaving before this job evicted it (evicted by an earlier
+# controller that stopped before recording it, or by someone else).
+POD_GONE: Final = "PodGone"
 # Why the job took the Reservation it found under its name (rather than choosing a node).
 ADOPTED: Final = "adopted the reservation made before"
 
@@ -425,9 +428,15 @@ STOCK_SCHEDULER: Final = "by a scheduler that knows no Reservation"
 def stock_replacement(job: PodMigrationJob, pods: Iterable[Pod], claimed: Set[str]) -> Elsewhere | None:
     """Without a Reservation nothing records which pod replaced this one: the evidence is the
     owner's first pod created since the eviction that no other job claimed (`claimed`: UIDs),
-    once it is bound (None until then)."""
+    once it is bound (None until then). An eviction this job did not see (PodGone: a controller
+    that evicted and stopped before recording it, or someone else) happened before it was recorded,
+    so the evidence is looked for from when the job chose to move without a Reservation."""
     workload = job.status.workload.uid if job.status.workload else ""
     evicted_at = condition_time(job, "Evicted")
+    recorded = job.status.condition("Evicted")
+    decided = job.status.condition("ReservationCreated")
+    if recorded is not None and recorded.reason == POD_GONE and decided is not None:
+        evicted_at = min(evicted_at or decided.last_transition_time, decided.last_transition_time)
     if not workload or evicted_at is None:
         return None
     fresh = sorted(

@@ -10,6 +10,7 @@ import pytest
 
 from descheduler.migration import steps
 from descheduler.migration.objects import PodMigrationJob, Reservation, parse_job, parse_reservation
+from descheduler.migration.records import with_condition
 from descheduler.migration.steps import (
     Elsewhere,
     GoWithoutReservation,
@@ -326,6 +327,22 @@ def test_the_stock_replacement_is_the_owners_first_bound_pod_since_the_eviction_
     assert found == Elsewhere(first, steps.STOCK_SCHEDULER)
     unbound = pod("web-8", "uid-8", "", created=CREATED + timedelta(seconds=2))
     assert steps.stock_replacement(evicted, [unbound, later], set()) is None  # the first must be bound first
+
+
+def test_an_eviction_the_job_did_not_see_looks_for_the_replacement_from_when_it_chose_to_go_without() -> None:
+    # A controller evicted at CREATED and was killed before recording it; the next one found the pod
+    # gone 30 s later. The replacement, made at once, predates that record.
+    unreserved = job(UNRESERVED, workload={"kind": "ReplicaSet", "name": "web", "uid": "uid-rs"})
+    status = with_condition(unreserved.status, "Evicted", CREATED + timedelta(seconds=30), reason=steps.POD_GONE)
+    gone = unreserved.model_copy(update={"status": status})
+    replacement = pod("web-8", "uid-8", "node-d", created=CREATED + timedelta(seconds=1))
+    assert steps.stock_replacement(gone, [replacement], set()) == Elsewhere(replacement, steps.STOCK_SCHEDULER)
+    seen = unreserved.model_copy(
+        update={
+            "status": with_condition(unreserved.status, "Evicted", CREATED + timedelta(seconds=30), reason="Evicted")
+        }
+    )
+    assert steps.stock_replacement(seen, [replacement], set()) is None  # an eviction it saw: only pods made since
 
 
 @pytest.mark.parametrize(
