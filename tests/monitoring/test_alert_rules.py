@@ -225,22 +225,34 @@ def test_extender_lease_not_renewed_fires_while_every_replica_is_refused(promtoo
     )
 
 
-def test_moves_without_reservation_fires_on_fallbacks_not_on_chosen_paths(promtool: str, rule_file: Path) -> None:
+def test_moves_without_reservation_fires_on_fallbacks_where_a_scheduler_is_meant_to_run(
+    promtool: str, rule_file: Path
+) -> None:
     series = 'descheduler_moves_without_reservation_total{%s, cause="%s"}'
-    fallback = {series % (LABELS, "absent"): "0 0 1 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2"}
-    chosen = {series % (LABELS, "unserved"): "0+3x25", series % (LABELS, "policy"): "0+3x25"}
+    moves = "0 0 1 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2"
+    seen = {f"descheduler_reservation_scheduler{{{LABELS}}}": "1 0x25"}  # the Lease went stale at 1m
+    extender = {f'descheduler_extender_lease_renewals_total{{{EXTENDER}, pod="a", result="forbidden"}}': "0+12x25"}
+    fallback = {series % (LABELS, "absent"): moves, **seen}
+    alone = {series % (LABELS, "absent"): moves, f"descheduler_reservation_scheduler{{{LABELS}}}": "0x25"}
+    chosen = {series % (LABELS, "unserved"): "0+3x25", series % (LABELS, "policy"): "0+3x25", **seen}
     run_promtool_test(
         promtool,
         rule_file,
         [
             case(fallback, "DeschedulerMovesWithoutReservation", "4m", []),  # pending for 5m
             case(
-                fallback,
+                fallback, "DeschedulerMovesWithoutReservation", "8m", [expected("DeschedulerMovesWithoutReservation")]
+            ),
+            case(fallback, "DeschedulerMovesWithoutReservation", "25m", []),  # none for 15m
+            case(chosen, "DeschedulerMovesWithoutReservation", "20m", []),
+            # deploy/base alone: no extender ever, so moving without a Reservation is the way.
+            case(alone, "DeschedulerMovesWithoutReservation", "8m", []),
+            # An extender is scraped (it cannot write the Lease, so the controller never saw it).
+            case(
+                {**alone, **extender},
                 "DeschedulerMovesWithoutReservation",
                 "8m",
                 [expected("DeschedulerMovesWithoutReservation")],
             ),
-            case(fallback, "DeschedulerMovesWithoutReservation", "25m", []),  # none for 15m
-            case(chosen, "DeschedulerMovesWithoutReservation", "20m", []),
         ],
     )
