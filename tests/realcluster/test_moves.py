@@ -231,6 +231,18 @@ def prepare(stage: Stage, components: Components, scheduler_name: str | None) ->
             all_ready, SLACK * (STARTUP + total * 0.2), "every pod Running and Ready", lambda: components.state(stage)
         )
 
+    if LOAD_AWARE_SCHEDULER in (stage.schedulers.get(name, scheduler_name) for name in stage.workloads):
+        # As on a cluster whose nodes exist before its pods: the extender's state holds the new nodes
+        # with their labels before pods ask about them. (A burst of filter calls against a state
+        # that lacks them can keep its rebuild from finishing for a minute: see the stop-51 note.)
+        extender = components.extender
+        done = extender.metric("descheduler_extender_refreshes_total", result="success") or 0.0
+        wait_until(
+            lambda: (extender.metric("descheduler_extender_refreshes_total", result="success") or 0.0) >= done + 2,
+            SLACK * STARTUP,
+            "the extender's state rebuilt with the new nodes",
+            extender.tail,
+        )
     place(stage.workloads, CPU_REQUEST_M)
     per_node: dict[str, int] = {}
     for pod in list_pods(kube, namespace):
