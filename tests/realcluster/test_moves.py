@@ -573,15 +573,24 @@ def _wait_untainted(stage: Stage) -> None:
     )
 
 
+def _hot_beside_ballast(
+    stage: Stage, components: Components, workloads: dict[str, int], schedulers: dict[str, str | None] | None = None
+) -> int:
+    """One hot node holding `workloads`, two cool nodes filled by requests (ballast, so a scheduler
+    that scores by requests prefers the hot source); the moves that relieve the hot node."""
+    stage.hot_nodes = node_names(stage.run, "hot", 1)
+    stage.cool_nodes = node_names(stage.run, "cool", 2)
+    stage.workloads = workloads
+    stage.schedulers = schedulers or {}
+    stage.ballast = {"ballast": 2 * len(stage.cool_nodes)}
+    per_node = prepare(stage, components, None)
+    return needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+
+
 def test_with_the_stock_scheduler_replacements_are_steered_off_the_source(components: Components, stage: Stage) -> None:
     """kube-scheduler alone scores by requests, and the cool nodes' requests are high (ballast): without
     our taint the replacements go back to the hot source, and their jobs fail ReplacementElsewhere."""
-    stage.hot_nodes = node_names(stage.run, "hot", 1)
-    stage.cool_nodes = node_names(stage.run, "cool", 2)
-    stage.workloads = {"shop": 30}
-    stage.ballast = {"ballast": 2 * len(stage.cool_nodes)}
-    per_node = prepare(stage, components, None)
-    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    moves = _hot_beside_ballast(stage, components, {"shop": 30})
     began = time.monotonic()
     controller, took = _settle(stage, components, moves)
     _wait_untainted(stage)
@@ -603,13 +612,7 @@ def test_pods_of_both_schedulers_each_move_their_way(components: Components, sta
     """The overlay's setup: the stock kube-scheduler, and the second one whose profile calls the
     extender. Pods that opted in move through Reservations and land on them; the others make none
     and are steered off the source."""
-    stage.hot_nodes = node_names(stage.run, "hot", 1)
-    stage.cool_nodes = node_names(stage.run, "cool", 2)
-    stage.workloads = {"web": 16, "shop": 16}
-    stage.schedulers = {"web": LOAD_AWARE_SCHEDULER, "shop": None, "ballast": None}
-    stage.ballast = {"ballast": 2 * len(stage.cool_nodes)}
-    per_node = prepare(stage, components, None)
-    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    moves = _hot_beside_ballast(stage, components, {"web": 16, "shop": 16}, {"web": LOAD_AWARE_SCHEDULER})
     controller, took = _settle(stage, components, moves)
     _wait_untainted(stage)
     recorder = stage.recorder
@@ -676,12 +679,7 @@ def test_a_controller_started_before_the_extender_waits_for_it(components: Compo
 
 
 def test_a_controller_restarted_mid_move_leaves_no_taint(components: Components, stage: Stage) -> None:
-    stage.hot_nodes = node_names(stage.run, "hot", 1)
-    stage.cool_nodes = node_names(stage.run, "cool", 2)
-    stage.workloads = {"cart": 30}
-    stage.ballast = {"ballast": 2 * len(stage.cool_nodes)}
-    per_node = prepare(stage, components, None)
-    moves = needed_moves([per_node.get(n, 0) for n in stage.hot_nodes])
+    moves = _hot_beside_ballast(stage, components, {"cart": 30})
     recorder = stage.recorder
     assert recorder is not None
     first = start_installed_controller(stage, components, f"controller-{stage.run}-0")
