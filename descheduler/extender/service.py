@@ -61,7 +61,10 @@ class RefreshTiming:
 
     interval: float = 1.0  # at most this often when the source changed
     max_age: float = 30.0  # at least this often anyway: metric ages move with the clock
-    build_share: float = 0.25  # and never so often that rebuilding takes more than this share of a core
+    # and never so often that rebuilding takes more than this share of a core: a build's CPU time, not
+    # its wall time, which a busy machine or requests sharing the GIL stretch (a 24 ms build took 18 s
+    # on a loaded CI machine, and the wall-time rule then held the next one off for 72 s)
+    build_share: float = 0.25
     stale_after: float = 120.0  # a state this old, with refreshes failing, makes the extender not ready
 
 
@@ -158,6 +161,7 @@ class Extender:
                 self._failed(f"source not ready: {problem}")
                 return False
             started = self._clock()
+            cpu_started = time.thread_time()
             generation = self.source.generation()
             switch = sys.getswitchinterval()
             sys.setswitchinterval(min(switch, REBUILD_SWITCH_INTERVAL))
@@ -179,7 +183,7 @@ class Extender:
                 return False
             finally:
                 sys.setswitchinterval(switch)
-            self._last_build = self._clock() - started
+            self._last_build = time.thread_time() - cpu_started
             with self._lock:
                 if args is not self._args:
                     return False  # the policy changed while building: the next refresh uses the new one

@@ -10,6 +10,7 @@ from descheduler import metrics
 from descheduler.decode import RawPod, convert, pod_from_raw
 from descheduler.extender import Extender, RefreshTiming, SnapshotFileSource
 from descheduler.model import Pod
+from descheduler.snapshot import Snapshot
 from tests.builders import NOW, loaded_node, pod
 
 from .conftest import extender_args, kube_pod, scheduling_args, write_snapshot
@@ -140,6 +141,25 @@ def test_refresh_waits_for_a_change_and_the_interval(tmp_path: Path) -> None:
     assert extender.refresh()
     clock.now += 31
     assert extender.refresh()  # unchanged, but metric ages moved on
+
+
+def test_a_build_that_waited_does_not_hold_the_next_one_off(tmp_path: Path) -> None:
+    """The rebuild rate is bounded by the builds' CPU time: a build that spent 20 s waiting (a slow
+    metrics API, a busy machine) without computing does not delay the next one by 4 x 20 s."""
+    extender, path, clock = make(tmp_path, two_cool_nodes(), timing=RefreshTiming(interval=1.0, build_share=0.25))
+    read = extender.source.snapshot
+
+    def slow_read() -> Snapshot:
+        clock.now += 20
+        return read()
+
+    extender.source.snapshot = slow_read  # type: ignore[method-assign]
+    write_snapshot(path, two_cool_nodes(pod("x", "a")))
+    clock.now += 5
+    assert extender.refresh()
+    write_snapshot(path, two_cool_nodes(pod("y", "b")))
+    clock.now += 2
+    assert extender.refresh()
 
 
 def test_new_scheduling_arguments_rebuild_at_once(tmp_path: Path) -> None:
