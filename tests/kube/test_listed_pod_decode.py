@@ -175,13 +175,25 @@ def pod_objects(draw: st.DrawFn) -> dict[str, Any]:
         {},
         phase=draw(st.sampled_from([ABSENT, "Running", "Succeeded"])),
         conditions=draw(
-            st.sampled_from(
+            mostly(
+                st.sampled_from(
+                    [
+                        ABSENT,
+                        None,
+                        [{"type": "Ready", "status": "True"}],
+                        [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-05-01T10:00:05Z"}],
+                        [
+                            {"type": "Ready", "status": "False", "lastTransitionTime": "2024-05-01T10:00:07Z"},
+                            {"type": "PodScheduled", "status": "True", "lastTransitionTime": None},
+                        ],
+                    ]
+                ),
                 [
-                    ABSENT,
-                    None,
-                    [{"type": "Ready", "status": "True"}],
-                    [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-05-01T10:00:05Z"}],
-                ]
+                    "Ready",
+                    [{"type": "Ready", "status": "True", "lastTransitionTime": "yesterday"}],
+                    [{"type": "Initialized", "status": "True", "lastTransitionTime": "2024-13-01T10:00:00Z"}],
+                    [{"type": "Ready", "status": 1}],
+                ],
             )
         ),
     )
@@ -367,3 +379,31 @@ def test_a_sidecar_and_an_init_container_of_equal_resources_are_told_apart() -> 
     assert records == reference(objects).records
     assert records["team/plain"].requests == Resources({"cpu": 1000})
     assert records["team/sidecar"].requests == Resources({"cpu": 1500})
+
+
+def test_a_bad_time_in_any_condition_is_named_as_the_full_shape_names_it() -> None:
+    # Only PodScheduled's time is kept, but every condition's time is read, first seen or remembered.
+    conditions = [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-05-01T10:00:05Z"},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": "2024-05-01T25:00:00Z"},
+    ]
+    pod = {"metadata": {"name": "bad", "namespace": "team"}, "status": {"conditions": conditions}}
+    want = {"team/bad": "Invalid RFC3339 encoded datetime - at `$.status.conditions[1].lastTransitionTime`"}
+    assert reference([pod]).problems == want
+    for _ in range(2):
+        got = listed_page([pod])
+        assert got.problems == want and not got.records
+
+
+def test_pods_with_the_same_conditions_share_their_decoded_time() -> None:
+    conditions = [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2024-05-01T10:00:09Z"},
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-05-01T10:00:05Z"},
+    ]
+    objects = [
+        {"metadata": {"name": f"web-{i}", "namespace": "team"}, "status": {"conditions": conditions}} for i in range(2)
+    ]
+    first, second = listed_page(objects).records.values()
+    assert list(listed_page(objects).records.values()) == list(reference(objects).records.values())
+    assert first.scheduled_at == datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC) and first.ready
+    assert first.scheduled_at is second.scheduled_at
