@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 from importlib.resources import files
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.main
+from typer.core import TyperGroup
+from typer.models import CommandInfo, TyperInfo
 
 from descheduler import __version__, timestamps
-from descheduler.controller.cli import run_command
 from descheduler.errors import ClusterUnreachableError, InputError, NoClusterConfigError
-from descheduler.extender.command import extender_command
-from descheduler.fakecluster.cli import sim_app
 from descheduler.kube.cli import (
     DEFAULT_SCHEDULER_LEASE,
     ContextOption,
@@ -27,14 +27,115 @@ from descheduler.kube.cli import (
     snapshot_app,
 )
 from descheduler.policy import PolicyError, default_policy, load_policy, policy_schema
-from descheduler.simulate.cli import simulate_command
 
 # Plain help (not Typer's rich panels, which give every flag a `<bool>` value placeholder);
 # -h is --help on every command.
 HELP = {"help_option_names": ["-h", "--help"]}
 
+
+# The extender, the controller and the simulators are imported when their command is named (or
+# help lists them): `snapshot save` and `plan` need none of them, and importing them took ~0.3 s
+# of every command's start.
+def _extender() -> Any:
+    from descheduler.extender.command import extender_command
+
+    return extender_command
+
+
+def _run() -> Any:
+    from descheduler.controller.cli import run_command
+
+    return run_command
+
+
+def _simulate() -> Any:
+    from descheduler.simulate.cli import simulate_command
+
+    return simulate_command
+
+
+def _sim() -> typer.Typer:
+    from descheduler.fakecluster.cli import sim_app
+
+    return sim_app
+
+
+_LAZY_COMMANDS: dict[str, Callable[[], Any]] = {"extender": _extender, "run": _run, "simulate": _simulate}
+_LAZY_GROUPS: dict[str, Callable[[], typer.Typer]] = {"sim": _sim}
+# The order help lists the commands in.
+_ORDER = ("extender", "run", "simulate", "plan", "version", "policy", "sim", "snapshot")
+
+
+class _Commands(MutableMapping[str, Any]):
+    """A group's commands by name, the lazy ones built (their module imported) when first looked up."""
+
+    def __init__(self, built: MutableMapping[str, Any], lazy: dict[str, Callable[[], Any]]) -> None:
+        self._built = dict(built)
+        self._lazy = dict(lazy)
+
+    def _names(self) -> list[str]:
+        names = [*self._built, *self._lazy]
+        return sorted(names, key=lambda name: _ORDER.index(name) if name in _ORDER else len(_ORDER))
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built and name in self._lazy:
+            self._built[name] = self._lazy.pop(name)()
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._lazy.pop(name, None)
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if self._lazy.pop(name, None) is None:
+            del self._built[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._built or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._built) + len(self._lazy)
+
+
+class _Group(TyperGroup):
+    """The top-level group, with the commands of `_LAZY_COMMANDS` and `_LAZY_GROUPS` built as
+    Typer would build them had they been registered, but only when named."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        lazy: dict[str, Callable[[], Any]] = {name: _lazy_command(name, load) for name, load in _LAZY_COMMANDS.items()}
+        lazy.update({name: _lazy_group(name, load) for name, load in _LAZY_GROUPS.items()})
+        self.commands = _Commands(self.commands, lazy)
+
+
+def _lazy_command(name: str, load: Callable[[], Any]) -> Callable[[], Any]:
+    def build() -> Any:
+        info = CommandInfo(name=name, callback=load())
+        return typer.main.get_command_from_info(
+            info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+        )
+
+    return build
+
+
+def _lazy_group(name: str, load: Callable[[], typer.Typer]) -> Callable[[], Any]:
+    def build() -> Any:
+        return typer.main.get_group_from_info(
+            TyperInfo(load(), name=name),
+            pretty_exceptions_short=app.pretty_exceptions_short,
+            rich_markup_mode=app.rich_markup_mode,
+            suggest_commands=app.suggest_commands,
+        )
+
+    return build
+
+
 app = typer.Typer(
     name="descheduler",
+    cls=_Group,
     help="Load-aware Kubernetes descheduler: plans and moves pods off hot nodes and back to starving quotas.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -46,11 +147,7 @@ policy_app = typer.Typer(
     help="Check, describe and convert policy files.", no_args_is_help=True, rich_markup_mode=None, context_settings=HELP
 )
 app.add_typer(policy_app, name="policy")
-app.add_typer(sim_app, name="sim")
 app.add_typer(snapshot_app, name="snapshot")
-app.command("extender")(extender_command)
-app.command("run")(run_command)
-app.command("simulate")(simulate_command)
 
 
 class Output(StrEnum):

@@ -17,19 +17,48 @@ Inside, by responsibility (pure modules decide, the controller and cleanup do th
   (status conditions, Reservation bodies), `api` (the calls), `objects` (the models), `executor`.
 """
 
-from descheduler.migration.api import ApiFailure
-from descheduler.migration.controller import Backoff, MigrationController
-from descheduler.migration.executor import Executor, job_name
-from descheduler.migration.objects import (
-    API_VERSION,
-    JOBS,
-    RESERVATIONS,
-    ObjectError,
-    PodMigrationJob,
-    Reservation,
-    parse_job,
-    parse_reservation,
-)
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from descheduler.migration.api import ApiFailure
+    from descheduler.migration.controller import Backoff, MigrationController
+    from descheduler.migration.executor import Executor, job_name
+    from descheduler.migration.objects import (
+        API_VERSION,
+        JOBS,
+        RESERVATIONS,
+        ObjectError,
+        PodMigrationJob,
+        Reservation,
+        parse_job,
+        parse_reservation,
+    )
+
+# The public names are imported when first used: a command that reads only `objects` (`snapshot
+# save`, `plan`) does not import the controller and all it imports.
+_HOME = {
+    "ApiFailure": "api",
+    "Backoff": "controller",
+    "MigrationController": "controller",
+    "Executor": "executor",
+    "job_name": "executor",
+    **dict.fromkeys(
+        ("API_VERSION", "JOBS", "RESERVATIONS", "ObjectError", "PodMigrationJob", "Reservation", "parse_job",
+         "parse_reservation"),
+        "objects",
+    ),
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "API_VERSION",
