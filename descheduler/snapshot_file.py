@@ -374,16 +374,31 @@ def writing(
 def _json_writer(out: BinaryIO, meta: dict[str, Any]) -> Iterator[Callable[[bytes], None]]:
     head = msgspec.json.encode({"apiVersion": "v1", "kind": "List", "metadata": meta})
     out.write(head[:-1] + b"," + _ITEMS_OPEN)
-    separator = [b"\n"]
+    # Items are gathered and written a megabyte at a time, joined by their separators: one copy of
+    # each (the join; `out` takes a write that large without copying it into its buffer), and one
+    # write call, instead of two calls and a copy into the buffer per item.
+    pending: list[bytes] = []
+    size = 0
+    separator = b"\n"
+
+    def flush() -> None:
+        nonlocal separator, size
+        if pending:
+            out.write(separator + b",\n".join(pending))
+            pending.clear()
+            separator, size = b",\n", 0
 
     def write(item: bytes) -> None:
+        nonlocal size
         if b"\n" in item:  # whitespace from a pretty-printing server: one item must be one line
             item = msgspec.json.encode(msgspec.json.decode(item))
-        out.write(separator[0])
-        out.write(item)
-        separator[0] = b",\n"
+        pending.append(item)
+        size += len(item)
+        if size >= _BUFFER:
+            flush()
 
     yield write
+    flush()
     out.write(b"\n" + _ITEMS_CLOSE + b"\n")
 
 

@@ -86,6 +86,21 @@ def test_a_json_snapshot_is_one_list_with_one_item_per_line(tmp_path: Path) -> N
     assert [json.loads(line.rstrip(",")) for line in lines[1:-1]] == OBJECTS
 
 
+def test_items_written_in_batches_are_one_per_line_in_the_order_written(tmp_path: Path) -> None:
+    # ~2.5 MiB of items: the writer gathers them a megabyte at a time; a pretty-printed one (from
+    # a server that indents) is made compact, and the batches join with the same separators.
+    pods = [pod(f"p{i:05d}", "n1") for i in range(12_000)]
+    texts = [msgspec.json.encode(p) for p in pods]
+    texts[5000] = json.dumps(pods[5000], indent=2).encode()
+    path = tmp_path / "cluster.json"
+    with snapshot_file.writing(path, "2026-01-15T12:00:00Z") as write:
+        for text in texts:
+            write(text)
+    head, *lines, close = path.read_bytes().split(b"\n")[:-1]
+    assert head.endswith(b'"items":[') and close == b"]}"
+    assert lines == [msgspec.json.encode(p) + b"," for p in pods[:-1]] + [msgspec.json.encode(pods[-1])]
+
+
 def test_a_yaml_snapshot_is_one_list_document(tmp_path: Path) -> None:
     document = yaml.safe_load(saved(tmp_path / "cluster.yaml").read_text())
     assert document["kind"] == "List"
