@@ -36,7 +36,7 @@ class QuotaReclaim:
         membership = Membership.build(tree, args.quota_label)
         # The one pass over every pod: per-group sums decide which groups act (over max, or a
         # pending pod under its min); victim units and cluster free are built only when needed.
-        census = Census.take(snapshot.pods, membership)
+        census = Census.take(snapshot.pods, membership, snapshot.pod_rows)
         considered = {name for name, ok in zip(ctx.table.names, ctx.considered, strict=True) if ok}
         usable = frozenset(n.name for n in snapshot.nodes if n.ready and not n.unschedulable and n.name in considered)
         ledger = Ledger.build(tree, census.requested, lambda: node_free(snapshot, usable), args.aggregate_min_gate)

@@ -31,13 +31,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from descheduler.model import Pod
+from descheduler.podrows import QUOTA_LABEL
 from descheduler.refusal import Fact, Refusal, define
 from descheduler.resources import EMPTY, Resources
 from descheduler.snapshot import Snapshot
 from strategies.quota.accounting import Census, Membership
 from strategies.quota.tree import QuotaTree, build_tree
 
-DEFAULT_QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
+DEFAULT_QUOTA_LABEL = QUOTA_LABEL
 DEFAULT_PARENT_LABEL = "quota.scheduling.koordinator.sh/parent"
 
 QUOTA_OVER_MAX = define(
@@ -73,7 +74,7 @@ class QuotaBook:
             return None
         tree = build_tree(snapshot.quotas, parent_label)
         membership = Membership.build(tree, quota_label)
-        census = Census.take(snapshot.pods, membership)
+        census = Census.take(snapshot.pods, membership, snapshot.pod_rows)
         book = cls(tree, membership, dict.fromkeys(tree.groups, EMPTY), dict.fromkeys(tree.groups, EMPTY), {}, {})
         # The census has each group's sums already: one addition per group and ancestor, not per pod.
         for group, sums in census.requested.items():
