@@ -848,8 +848,11 @@ def pod_from_listed(raw: RawListedPod) -> Pod:
     init_containers: list[RawContainer] | None = None
     overhead = spec.overhead
     listed, listed_init = spec.containers, spec.init_containers
-    if len(listed) == 1 and listed_init is None:  # most pods
+    count = len(listed)
+    if count == 1 and listed_init is None:  # most pods
         resources_key: Any = bytes(listed[0].resources)
+    elif count == 2 and listed_init is None:  # a container and its sidecar: a pair, not the general key below
+        resources_key = (bytes(listed[0].resources), bytes(listed[1].resources))
     else:
         resources_key = (
             tuple(map(bytes, map(_RESOURCES_TEXT, listed))),
