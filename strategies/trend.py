@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -79,7 +80,7 @@ def node_rise(
     totals = totals[oldest:]
     counts: tuple[IntArray, FloatArray] | None = None  # per pod that counts: its node row, its rise
     if previous is not None:
-        before = np.fromiter((previous.index.get(key, -1) for key in rows.keys), dtype=np.int64, count=rows.size)
+        before = np.fromiter(map(previous.index.get, rows.keys, repeat(-1)), dtype=np.int64, count=rows.size)
         stayed = counted & (before >= 0)
         stayed[stayed] = previous.node[before[stayed]] == node[stayed]
         was = before[stayed]
