@@ -712,6 +712,8 @@ def _pod(
             pvc = True
     requests, limits, qos = resources
     scheduled_at, ready = conditions
+    annotations = meta.annotations  # most pods: none kept, told without a call
+    kept = {} if not annotations or _POD_ANNOTATIONS.isdisjoint(annotations) else _keep(annotations, _POD_ANNOTATIONS)
     # By position (see Pod): tests/kube/test_listed_pod_decode.py checks this order against Pod's fields.
     return Pod(
         meta.namespace or "default",  # namespace
@@ -720,7 +722,7 @@ def _pod(
         spec.node_name,  # node_name
         phase or ("Running" if spec.node_name else "Pending"),  # phase
         meta.labels or {},  # labels
-        _keep(meta.annotations, _POD_ANNOTATIONS),  # annotations
+        kept,  # annotations
         owner,  # owner
         requests,  # requests
         limits,  # limits
@@ -806,6 +808,7 @@ class RawListedPod(_Raw):
 
 _RESOURCES = msgspec.json.Decoder(RawResourceRequirements | None)
 _RESOURCES_TEXT = attrgetter("resources")
+_PAIR = b"\0".join
 _OWNER_REFERENCES = msgspec.json.Decoder(list[RawOwnerReference] | None)
 _AFFINITY = msgspec.json.Decoder(RawAffinity | None)
 _TOLERATIONS = msgspec.json.Decoder(list[RawToleration] | None)
@@ -851,8 +854,10 @@ def pod_from_listed(raw: RawListedPod) -> Pod:
     count = len(listed)
     if count == 1 and listed_init is None:  # most pods
         resources_key: Any = bytes(listed[0].resources)
-    elif count == 2 and listed_init is None:  # a container and its sidecar: a pair, not the general key below
-        resources_key = (bytes(listed[0].resources), bytes(listed[1].resources))
+    elif count == 2 and listed_init is None:
+        # A container and its sidecar: both texts in one copy, apart by a NUL (which no JSON text
+        # holds outside a string, and a raw part ends outside one), not the general key below.
+        resources_key = _PAIR((listed[0].resources, listed[1].resources))
     else:
         resources_key = (
             tuple(map(bytes, map(_RESOURCES_TEXT, listed))),

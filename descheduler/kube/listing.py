@@ -212,9 +212,10 @@ def add_page(kind: ResourceKind, page: DecodedPage, listed: Listed) -> None:
             else:
                 records[key] = record
         return
-    to_record, key_of = kind.listed_record, kind.key
+    to_record, key_of, namespaced = kind.listed_record, kind.key, kind.namespaced
     for obj in page.items:
-        key = key_of(obj.metadata)
+        meta = obj.metadata
+        key = f"{meta.namespace}/{meta.name}" if namespaced else key_of(meta)  # kind.key, without a call
         try:
             records[key] = to_record(obj)
         except decode.DecodeError as error:

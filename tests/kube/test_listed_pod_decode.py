@@ -407,3 +407,25 @@ def test_pods_with_the_same_conditions_share_their_decoded_time() -> None:
     assert list(listed_page(objects).records.values()) == list(reference(objects).records.values())
     assert first.scheduled_at == datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC) and first.ready
     assert first.scheduled_at is second.scheduled_at
+
+
+def test_two_containers_are_remembered_as_a_pair_in_order() -> None:
+    # A pair's texts are one key: neither one container alone, nor the pair the other way round,
+    # nor the same pair beside an init container may be taken for it.
+    a = {"name": "a", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    b = {"name": "b", "resources": {"requests": {"memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    specs = [
+        {"containers": [a, b]},
+        {"containers": [b, a]},
+        {"containers": [a]},
+        {"containers": [a, b], "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}]},
+        {"containers": [a, {"name": "c"}]},
+    ]
+    objects = [{"metadata": {"name": f"p{i}", "namespace": "team"}, "spec": spec} for i, spec in enumerate(specs)]
+    want = reference(objects).records
+    for _ in range(2):
+        assert listed_page(objects).records == want
+    assert want["team/p0"].requests == Resources({"cpu": 2000, "memory": 2 * 2**30})
+    assert want["team/p2"].requests == Resources({"cpu": 1000, "memory": 2**30})
+    assert want["team/p3"].requests == Resources({"cpu": 3000, "memory": 2 * 2**30})
+    assert want["team/p4"].qos == "Burstable"
