@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,36 @@ def pods(count: int, node_count: int, start_rv: int = 1000, pinned: bool = False
             state.update(name=wanted["name"], image=wanted["image"])
         status["podIP"] = made["status"]["podIP"]
         status["podIPs"] = [{"ip": made["status"]["podIP"]}]
+        _spread_times(pod, i)
         yield pod
+
+
+# Seconds after a pod's creation at which the kubelet and the scheduler stamp it, by field.
+_CONDITION_DELAYS = {"PodScheduled": 0, "Initialized": 1, "PodReadyToStartContainers": 3}
+_STARTED = datetime.fromisoformat(CREATED.replace("Z", "+00:00"))
+
+
+def _spread_times(pod: Obj, i: int) -> None:
+    """Each pod its own times, as in a real cluster (the pods of one list were made over days, one
+    at a time): created 5 s after the one before, then scheduled, initialized, started and ready a
+    few seconds later. The shape file's times are all one second (its pod came up at once); so many
+    equal texts would let a decoder remember them across pods, which no real list allows."""
+    created = _STARTED + timedelta(seconds=5 * i)
+
+    def at(delay: int) -> str:
+        return (created + timedelta(seconds=delay)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    meta, status = pod["metadata"], pod["status"]
+    meta["creationTimestamp"] = at(0)
+    for k, managed in enumerate(meta.get("managedFields") or ()):
+        managed["time"] = at(k * 4)
+    status["startTime"] = at(1)
+    for condition in status.get("conditions") or ():
+        condition["lastTransitionTime"] = at(_CONDITION_DELAYS.get(condition["type"], 4))
+    for state in status.get("containerStatuses") or ():
+        running = state.get("state", {}).get("running")
+        if running is not None:
+            running["startedAt"] = at(3)
 
 
 def nodes(count: int, start_rv: int = 1) -> Iterator[Obj]:
