@@ -207,6 +207,16 @@ _CONTAINER_GROUPS = ("containers", "initContainers", "ephemeralContainers")
 _REDACTED_VALUE = msgspec.Raw(_ENCODER.encode(REDACTED))
 
 
+class _ContainerEnv(msgspec.Struct):
+    """A container as far as its env list goes: msgspec skips the rest without building it."""
+
+    env: msgspec.Raw = _ABSENT
+
+
+_CONTAINER_ENVS = msgspec.json.Decoder(list[_ContainerEnv])
+_ENV_KEY = b'"env":'
+
+
 class _Kind(msgspec.Struct):
     kind: Any = None
 
@@ -342,24 +352,58 @@ def _redact_pod_spec(spec: dict[str, msgspec.Raw] | msgspec.UnsetType | None) ->
 
 
 def _redacted_containers(containers: msgspec.Raw) -> msgspec.Raw:
-    """A container list with every env value redacted. Only the env lists are decoded; the other
-    fields pass as the API sent them, which for the API's compact JSON is what decoding it all and
-    encoding it again gives."""
+    """A container list with every env value redacted: its text as the API sent it, each env list
+    replaced where it stands by the list redacted (`_redacted_env`). That needs each env list's
+    place: when `"env":` occurs in the text other than once for each container with an env list
+    (whitespace, a repeated key, the word in a quoted key), the list is decoded container by
+    container instead (`_redecoded_containers`), and the text found where expected is checked."""
+    try:
+        envs = [container.env for container in _CONTAINER_ENVS.decode(containers)]
+        redacted = [(bytes(env), _redacted_env(env)) for env in envs if env is not _ABSENT]
+    except msgspec.ValidationError:  # not lists of objects: as plain data
+        return _plainly_redacted(containers)
+    text = bytes(containers)
+    if text.count(_ENV_KEY) != len(redacted):
+        return _redecoded_containers(containers)
+    pieces: list[bytes] = []
+    at = 0
+    for old, new in redacted:
+        start = text.find(_ENV_KEY, at) + len(_ENV_KEY)
+        if not text.startswith(old, start):
+            return _redecoded_containers(containers)
+        pieces += (text[at:start], new)
+        at = start + len(old)
+    pieces.append(text[at:])
+    return msgspec.Raw(b"".join(pieces))
+
+
+def _redacted_env(env: msgspec.Raw) -> bytes:
+    """An env list with every value redacted; its entries' other fields pass as the API sent them."""
+    entries = _FIELDS_LIST.decode(env)
+    for entry in entries:
+        if "value" in entry:
+            entry["value"] = _REDACTED_VALUE
+    return _ENCODER.encode(entries)
+
+
+def _redecoded_containers(containers: msgspec.Raw) -> msgspec.Raw:
+    """A container list with every env value redacted, each container decoded field by field
+    (fields as JSON text) and encoded again."""
     try:
         decoded = _FIELDS_LIST.decode(containers)
         for container in decoded:
             env = container.get("env")
             if env is not None:
-                entries = _FIELDS_LIST.decode(env)
-                for entry in entries:
-                    if "value" in entry:
-                        entry["value"] = _REDACTED_VALUE
-                container["env"] = msgspec.Raw(_ENCODER.encode(entries))
+                container["env"] = msgspec.Raw(_redacted_env(env))
     except msgspec.ValidationError:  # not lists of objects: as plain data
-        value = msgspec.json.decode(containers)
-        _redact_containers(value)
-        return msgspec.Raw(_ENCODER.encode(value))
+        return _plainly_redacted(containers)
     return msgspec.Raw(_ENCODER.encode(decoded))
+
+
+def _plainly_redacted(containers: msgspec.Raw) -> msgspec.Raw:
+    value = msgspec.json.decode(containers)
+    _redact_containers(value)
+    return msgspec.Raw(_ENCODER.encode(value))
 
 
 def _redacted_template_spec(spec: msgspec.Raw) -> msgspec.Raw:

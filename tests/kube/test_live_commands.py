@@ -258,6 +258,30 @@ def test_container_env_values_are_redacted_as_plain_data_would_be(containers: An
     assert bytes(_redacted_containers(msgspec.Raw(text))) == msgspec.json.encode(expected)
 
 
+@pytest.mark.parametrize(
+    "containers",
+    [
+        # "env": inside a string value is escaped, so it is never taken for the key
+        [{"name": "a", "args": ['"env":[{"value":"x"}]', "env"], "env": [{"name": "X", "value": "s"}]}],
+        # the key inside another field: more "env": texts than env lists, so each container is decoded
+        [{"name": "a", "resources": {"env": [{"value": "keep"}]}, "env": [{"name": "X", "value": "s"}]}],
+        [{"name": "a"}, {"name": "b", "env": [{"name": "X", "value": "s"}]}, {"name": "c", "env": []}],
+    ],
+)
+def test_only_the_env_lists_are_replaced_in_the_api_s_text(containers: Any) -> None:
+    """The env lists are replaced where they stand; everything else passes byte for byte."""
+    text = msgspec.json.encode(containers)
+    expected = msgspec.json.decode(text)
+    _redact_containers(expected)
+    assert bytes(_redacted_containers(msgspec.Raw(text))) == msgspec.json.encode(expected)
+
+
+def test_a_spaced_container_list_keeps_its_spaces_and_loses_its_env_values() -> None:
+    text = b'[ {"name": "a", "image": "x",  "env":[{"name":"X","value":"s"}] } ]'
+    got = bytes(_redacted_containers(msgspec.Raw(text)))
+    assert got == b'[ {"name": "a", "image": "x",  "env":[{"name":"X","value":"' + REDACTED.encode() + b'"}] } ]'
+
+
 @pytest.mark.parametrize("suffix", ["json", "yaml"])
 @pytest.mark.parametrize("kind", ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"])
 def test_saved_workloads_carry_no_env_values_of_their_pod_templates(tmp_path: Path, kind: str, suffix: str) -> None:
