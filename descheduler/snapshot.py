@@ -6,7 +6,6 @@ stream, or a directory of such files.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -196,8 +195,7 @@ class _Head(msgspec.Struct, rename="camel"):
 
 
 _HEAD = msgspec.json.Decoder(_Head)
-# How `snapshot save` and the API begin an object: its type is read from these bytes alone.
-_TYPE_PREFIX = re.compile(rb'\{"apiVersion":"[^"\\]*","kind":"[^"\\]*"')
+_TYPE_PREFIX = snapshot_file.TYPE_HEAD
 _KNOWN_PREFIXES: dict[bytes, tuple[str, str, str, Any]] = {}  # -> apiVersion, group, kind, handler or None
 
 

@@ -41,6 +41,9 @@ SUFFIXES = (".json", ".json.gz", ".yaml", ".yml", ".yaml.gz", ".yml.gz")
 GZIP_LEVEL = 1
 _BUFFER = 1 << 20  # bytes handed to zlib (or the file) at a time
 
+# How `snapshot save` and the API begin an object (apiVersion, then kind, first): its type can be read
+# from these bytes alone (group 1: the kind).
+TYPE_HEAD = re.compile(rb'\{"apiVersion":"[^"\\]*","kind":"([^"\\]*)"')
 _ITEMS_OPEN = b'"items":['
 _ITEMS_CLOSE = b"]}"
 _ABSENT = msgspec.Raw(b"")

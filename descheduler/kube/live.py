@@ -117,8 +117,11 @@ def save_snapshot(
         with snapshot_file.writing(path, format_time(now), annotations) as write:
             warnings = write_cluster(client, write, counts)
             for text in reading.objects:
-                write(bytes(text))
-                counts[str(_KIND.decode(text).kind)] += 1
+                data = bytes(text)
+                write(data)
+                # Most begin with their type (object_text puts it there); only others are decoded for it.
+                head = snapshot_file.TYPE_HEAD.match(data)
+                counts[head[1].decode() if head is not None else str(_KIND.decode(data).kind)] += 1
             if lease.found is not None:
                 write(_ENCODER.encode(_redacted({"apiVersion": LEASE_API_VERSION, "kind": "Lease", **lease.found})))
                 counts["Lease"] += 1
