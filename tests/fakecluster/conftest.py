@@ -21,7 +21,9 @@ def clock() -> SimClock:
 def store(clock: SimClock) -> Store:
     s = Store(clock=clock, pod_termination_delay=None)
     # The descheduler's namespace holds the simulated scheduler's Lease.
-    s.load({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in ("default", "descheduler-system"))
+    s.load(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in ("default", "descheduler-system")
+    )
     return s
 
 

@@ -141,9 +141,14 @@ def test_the_simulated_scheduler_renews_the_scheduler_lease(store: Store) -> Non
     assert lease["spec"]["holderIdentity"] == "sim-scheduler" and lease["spec"]["leaseDurationSeconds"] == 15
     first = lease["spec"]["renewTime"]
     scheduler.step(T0 + 1)
-    assert store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")["spec"]["renewTime"] == first
+    assert (
+        store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")["spec"]["renewTime"]
+        == first
+    )
     scheduler.step(T0 + 5)
-    renewed = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")["spec"]["renewTime"]
+    renewed = store.get("leases.coordination.k8s.io", "descheduler-scheduler", "descheduler-system")["spec"][
+        "renewTime"
+    ]
     assert renewed == "2026-01-15T12:00:05.000000Z"
 
 
