@@ -71,6 +71,7 @@ class Census:
     holding: Mapping[str, list[Pod]]  # group -> pods that hold capacity, in snapshot order
     pending: dict[str, list[Pod]]  # group -> pending pods, in snapshot order
     requested: dict[str, dict[str, int]]  # group -> Σ requests of its own holding pods (not its subtree)
+    _holders: dict[str, tuple[str, Pod]] | None = field(default=None, repr=False)  # key -> (group, pod)
 
     @classmethod
     def take(cls, pods: tuple[Pod, ...], membership: Membership, rows: PodRows | None = None) -> Census:
@@ -123,11 +124,9 @@ class Census:
         """(group, pod) for the pod `key` when it holds capacity in a group, else None."""
         if isinstance(self.holding, _RowHolding):
             return self.holding.holder(key)
-        for group, pods in self.holding.items():
-            for pod in pods:
-                if pod.key == key:
-                    return group, pod
-        return None
+        if self._holders is None:
+            self._holders = {pod.key: (group, pod) for group, pods in self.holding.items() for pod in pods}
+        return self._holders.get(key)
 
     @classmethod
     def _from_rows(cls, rows: PodRows, membership: Membership) -> Census:
@@ -157,15 +156,15 @@ class Census:
             key=lambda found: located.position(found[0].key),
         ):
             pending.setdefault(names[g], []).append(pod)
-        held = holding >= 0
-        order = np.argsort(holding[held], kind="stable")
-        groups = holding[held][order]
-        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]) if len(groups) else np.zeros(0, np.int64)
-        sums = np.add.reduceat(rows.requests[held][order], starts, axis=0) if len(groups) else None
         requested: dict[str, dict[str, int]] = {}
-        for k, g in enumerate(groups[starts].tolist()):
-            assert sums is not None
-            requested[names[g]] = {r: v for r, v in zip(rows.resources, sums[k].tolist(), strict=True) if v}
+        held = holding >= 0
+        if held.any():  # each group's rows together, then one sum per run of rows (int64: exact)
+            order = np.argsort(holding[held], kind="stable")
+            groups = holding[held][order]
+            starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+            sums = np.add.reduceat(rows.requests[held][order], starts, axis=0).tolist()
+            for g, summed in zip(groups[starts].tolist(), sums, strict=True):
+                requested[names[g]] = {r: v for r, v in zip(rows.resources, summed, strict=True) if v}
         return cls(holding=_RowHolding(rows, holding, names, located), pending=pending, requested=requested)
 
 
