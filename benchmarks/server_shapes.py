@@ -92,8 +92,23 @@ def pods(count: int, node_count: int, start_rv: int = 1000, pinned: bool = False
             state.update(name=wanted["name"], image=wanted["image"])
         status["podIP"] = made["status"]["podIP"]
         status["podIPs"] = [{"ip": made["status"]["podIP"]}]
+        _own_token_volume(spec, i)
         _spread_times(pod, i)
         yield pod
+
+
+_TOKEN_VOLUME = "kube-api-access-"
+_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand's, which names the volume
+
+
+def _own_token_volume(spec: Obj, i: int) -> None:
+    """Each pod its own service-account token volume, as the admission plugin names it (five random
+    characters): the shape file's one name in every pod would make all replicas' container lists one
+    text, which no real list has."""
+    suffix = "".join(_ALPHANUMS[i // 27**k % 27] for k in range(5))
+    for item in [*spec.get("volumes", ()), *(m for c in spec["containers"] for m in c.get("volumeMounts", ()))]:
+        if item["name"].startswith(_TOKEN_VOLUME):
+            item["name"] = _TOKEN_VOLUME + suffix
 
 
 # Seconds after a pod's creation at which the kubelet and the scheduler stamp it, by field.

@@ -39,6 +39,13 @@ def test_a_server_shaped_pod_plans_as_the_generated_one_and_keeps_the_real_shape
     # Each pod its own times (a decoder must not find them equal across pods, as no real list has them).
     assert len({pod.created for pod in got.values()}) == len(got)
     assert len({json.dumps(p["status"]["conditions"]) for p in shaped}) == len(shaped)
+    # and its own token volume (named per pod by admission), so no two container lists are one text
+    assert len({json.dumps(p["spec"]["containers"]) for p in shaped}) == len(shaped)
+    assert all(
+        {v["name"] for v in p["spec"]["volumes"]}
+        >= {m["name"] for c in p["spec"]["containers"] for m in c["volumeMounts"]}
+        for p in shaped
+    )
     template = json.loads((SHAPES / "pod.json").read_text())
     assert all(
         key_paths(p) == key_paths(template) - {"spec.nodeSelector", "spec.nodeSelector.kubernetes.io/hostname"}
