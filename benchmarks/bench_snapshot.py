@@ -64,10 +64,12 @@ def node_metrics(nodes: int, pods: int, stamp: str) -> Iterator[dict[str, Any]]:
 
 
 def pod_metrics(pods: int, nodes: int, stamp: str) -> Iterator[dict[str, Any]]:
-    """PodMetrics for the pods (pod i runs on node i % nodes), one per container."""
+    """PodMetrics for the pods (pod i runs on node i % nodes), one per container, in metrics-server's
+    units (nanocores, KiB) and each pod's a little its own, as measured usage is."""
     for i, pod in enumerate(generated_pods(pods, nodes)):
         meta = pod["metadata"]
         cpu = int((2.6 if i % nodes < nodes // 10 else 0.6) * 250)
+        jitter = i * 7919 % 997
         yield {
             "apiVersion": "metrics.k8s.io/v1beta1",
             "kind": "PodMetrics",
@@ -80,8 +82,11 @@ def pod_metrics(pods: int, nodes: int, stamp: str) -> Iterator[dict[str, Any]]:
             "timestamp": stamp,
             "window": "18.372s",
             "containers": [
-                {"name": "main", "usage": {"cpu": f"{cpu}m", "memory": "409600Ki"}},
-                {"name": "sidecar", "usage": {"cpu": "20m", "memory": "65536Ki"}},
+                {
+                    "name": "main",
+                    "usage": {"cpu": f"{cpu * 1_000_000 + jitter * 1009}n", "memory": f"{409600 + jitter}Ki"},
+                },
+                {"name": "sidecar", "usage": {"cpu": f"{20_000_000 + jitter * 13}n", "memory": f"{65536 + jitter}Ki"}},
             ],
         }
 

@@ -18,7 +18,8 @@ Public surface:
   Not imported here: it needs `descheduler.loadsource`, which builds on this package.
 """
 
-from descheduler.kube.cache import CacheEvent, ClusterCache, KindStatus, Listener
+from typing import TYPE_CHECKING
+
 from descheduler.kube.client import KubeApiError, KubeClient, RetryPolicy, connect
 from descheduler.kube.kinds import (
     CLUSTER_KINDS,
@@ -39,6 +40,21 @@ from descheduler.kube.kinds import (
     ResourceKind,
 )
 from descheduler.kube.ratelimit import Cancelled, TokenBucket
+
+if TYPE_CHECKING:
+    from descheduler.kube.cache import CacheEvent, ClusterCache, KindStatus, Listener
+
+_CACHE_NAMES = frozenset({"CacheEvent", "ClusterCache", "KindStatus", "Listener"})
+
+
+def __getattr__(name: str) -> object:
+    """The cache's names, imported on first use: it brings NumPy, which `snapshot save` does not need."""
+    if name in _CACHE_NAMES:
+        from descheduler.kube import cache
+
+        return getattr(cache, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CLUSTER_KINDS",

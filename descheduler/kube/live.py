@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,6 @@ import structlog
 
 from descheduler import snapshot_file
 from descheduler.errors import ClusterUnreachableError
-from descheduler.kube.cache import ClusterCache
 from descheduler.kube.client import KubeApiError, KubeClient, RetryPolicy, connect
 from descheduler.kube.gcpause import paused_gc
 from descheduler.kube.kinds import CLUSTER_KINDS, KINDS, NODES, PODS, RawList, ResourceKind
@@ -55,6 +55,8 @@ def read_snapshot(
 ) -> Snapshot:
     """Sync a cache of the cluster once, read the policy's load source and the scheduler Lease
     (`scheduler_lease`: namespace, name), and take one Snapshot."""
+    from descheduler.kube.cache import ClusterCache  # NumPy with it, which `snapshot save` does not need
+
     cache = ClusterCache(client, kinds=(*CLUSTER_KINDS, *cache_kinds(policy.load_source)))
     reader = reader_for(policy.load_source, client, cache)
     try:
@@ -343,8 +345,10 @@ def _redact_pod_spec(spec: dict[str, msgspec.Raw] | msgspec.UnsetType | None) ->
         return ""
     for group in _CONTAINER_GROUPS:
         containers = spec.get(group)
-        if containers is not None and b'"env"' in bytes(containers):
-            spec[group] = _redacted_containers(containers)
+        if containers is not None:
+            text = bytes(containers)
+            if b'"env"' in text:
+                spec[group] = _redacted_containers(text)
     node = spec.get("nodeName")
     if node is None:
         return ""
@@ -354,34 +358,35 @@ def _redact_pod_spec(spec: dict[str, msgspec.Raw] | msgspec.UnsetType | None) ->
         return ""
 
 
-def _redacted_containers(containers: msgspec.Raw) -> msgspec.Raw:
+def _redacted_containers(text: bytes) -> msgspec.Raw:
     """A container list with every env value redacted: its text as the API sent it, each env list
     replaced where it stands by the list redacted (`_redacted_env`). That needs each env list's
     place: when `"env":` occurs in the text other than once for each container with an env list
     (whitespace, a repeated key, the word in a quoted key), the list is decoded container by
     container instead (`_redecoded_containers`), and the text found where expected is checked."""
     try:
-        envs = [container.env for container in _CONTAINER_ENVS.decode(containers)]
-        redacted = [(bytes(env), _redacted_env(env)) for env in envs if env is not _ABSENT]
+        envs = [bytes(container.env) for container in _CONTAINER_ENVS.decode(text) if container.env is not _ABSENT]
+        redacted = [(env, _redacted_env(env)) for env in envs]
     except msgspec.ValidationError:  # not lists of objects: as plain data
-        return _plainly_redacted(containers)
-    text = bytes(containers)
+        return _plainly_redacted(text)
     if text.count(_ENV_KEY) != len(redacted):
-        return _redecoded_containers(containers)
+        return _redecoded_containers(text)
     pieces: list[bytes] = []
     at = 0
     for old, new in redacted:
         start = text.find(_ENV_KEY, at) + len(_ENV_KEY)
         if not text.startswith(old, start):
-            return _redecoded_containers(containers)
+            return _redecoded_containers(text)
         pieces += (text[at:start], new)
         at = start + len(old)
     pieces.append(text[at:])
     return msgspec.Raw(b"".join(pieces))
 
 
-def _redacted_env(env: msgspec.Raw) -> bytes:
-    """An env list with every value redacted; its entries' other fields pass as the API sent them."""
+@lru_cache(maxsize=4096)
+def _redacted_env(env: bytes) -> bytes:
+    """An env list with every value redacted; its entries' other fields pass as the API sent them.
+    Remembered by its text: the replicas of a workload have the same env lists."""
     entries = _FIELDS_LIST.decode(env)
     for entry in entries:
         if "value" in entry:
@@ -389,7 +394,7 @@ def _redacted_env(env: msgspec.Raw) -> bytes:
     return _ENCODER.encode(entries)
 
 
-def _redecoded_containers(containers: msgspec.Raw) -> msgspec.Raw:
+def _redecoded_containers(containers: bytes) -> msgspec.Raw:
     """A container list with every env value redacted, each container decoded field by field
     (fields as JSON text) and encoded again."""
     try:
@@ -397,13 +402,13 @@ def _redecoded_containers(containers: msgspec.Raw) -> msgspec.Raw:
         for container in decoded:
             env = container.get("env")
             if env is not None:
-                container["env"] = msgspec.Raw(_redacted_env(env))
+                container["env"] = msgspec.Raw(_redacted_env(bytes(env)))
     except msgspec.ValidationError:  # not lists of objects: as plain data
         return _plainly_redacted(containers)
     return msgspec.Raw(_ENCODER.encode(decoded))
 
 
-def _plainly_redacted(containers: msgspec.Raw) -> msgspec.Raw:
+def _plainly_redacted(containers: bytes) -> msgspec.Raw:
     value = msgspec.json.decode(containers)
     _redact_containers(value)
     return msgspec.Raw(_ENCODER.encode(value))

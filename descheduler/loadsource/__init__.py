@@ -15,13 +15,17 @@ raises LoadSourceError (a ClusterUnreachableError: `plan` exits 2, a cycle is sk
 
 from __future__ import annotations
 
-from descheduler.kube.cache import ClusterCache
+from typing import TYPE_CHECKING
+
 from descheduler.kube.client import KubeClient
 from descheduler.loadsource.metricsserver import MetricsServerReader
 from descheduler.loadsource.nodemetric import NodeMetricReader
 from descheduler.loadsource.prometheus import PrometheusReader
 from descheduler.loadsource.reading import LoadReader, LoadReading, LoadSourceError
 from descheduler.policy import LoadSource, MetricsServerSource, NodeMetricSource, PrometheusSource
+
+if TYPE_CHECKING:
+    from descheduler.kube.cache import ClusterCache  # NumPy with it, which `snapshot save` does not need
 
 
 def reader_for(source: LoadSource, client: KubeClient, cache: ClusterCache | None = None) -> LoadReader:

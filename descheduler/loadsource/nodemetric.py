@@ -8,16 +8,19 @@ each read (`plan`, `snapshot save`).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from descheduler.errors import ClusterUnreachableError
-from descheduler.kube.cache import ClusterCache
 from descheduler.kube.client import KubeApiError, KubeClient
 from descheduler.kube.kinds import KINDS, NODE_METRICS, NodeMetricRecord
 from descheduler.kube.listing import list_records, list_texts, records_of
 from descheduler.loadsource.reading import LoadReading, LoadSourceError
 from descheduler.model import NodeUsage, PodUsage
+
+if TYPE_CHECKING:
+    from descheduler.kube.cache import ClusterCache  # NumPy with it, which `snapshot save` does not need
 
 SOURCE = "NodeMetric"
 _KIND = KINDS[NODE_METRICS]

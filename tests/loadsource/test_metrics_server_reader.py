@@ -7,10 +7,14 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.kube import KubeClient
 from descheduler.loadsource import LoadSourceError, MetricsServerReader
+from descheduler.loadsource.metricsserver import _PLAIN_QUANTITY
+from descheduler.quantity import to_units
 from descheduler.snapshot import load_snapshot_objects
 
 NOW = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
@@ -131,3 +135,9 @@ def test_objects_without_usage_carry_the_same_objects_and_warnings(server: FakeA
     assert bare.objects == full.objects
     assert dict(bare.node_usage) == dict(full.node_usage)
     assert len(full.pod_usage) == 3 and not bare.pod_usage
+
+
+@given(st.from_regex(_PLAIN_QUANTITY, fullmatch=True), st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]))
+def test_a_usage_taken_without_parsing_is_one_the_parser_takes(text: str, resource: str) -> None:
+    """`_refused` skips parsing a value of digits and a suffix: each such value must parse, to ≥ 0."""
+    assert to_units(resource, text) >= 0
