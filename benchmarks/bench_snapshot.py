@@ -111,17 +111,18 @@ def served_cluster(nodes: int, pods: int, directory: Path, stamp: str) -> Iterat
         yield server.write_kubeconfig(directory / "kubeconfig")
 
 
-# Runs a command and prints its wall and CPU seconds and peak RSS. It runs in a small interpreter of
-# its own because a process's peak RSS (ru_maxrss) starts from that of the process it was forked
-# from: a child forked straight from this one (the server holding the whole cluster) would report
-# this one's gigabytes.
+# Runs a command and prints its wall and CPU seconds (and the kernel's part of them) and peak RSS.
+# It runs in a small interpreter of its own because a process's peak RSS (ru_maxrss) starts from
+# that of the process it was forked from: a child forked straight from this one (the server holding
+# the whole cluster) would report this one's gigabytes.
 _SPAWN = """
 import json, os, subprocess, sys, time
 started = time.perf_counter()
 child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
 _, status, usage = os.wait4(child.pid, 0)
 print(json.dumps({"seconds": time.perf_counter() - started, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-                  "peak_rss_mib": usage.ru_maxrss / 1024, "exit": os.waitstatus_to_exitcode(status)}))
+                  "kernel_seconds": usage.ru_stime, "peak_rss_mib": usage.ru_maxrss / 1024,
+                  "exit": os.waitstatus_to_exitcode(status)}))
 """
 
 

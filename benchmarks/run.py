@@ -424,6 +424,9 @@ def snapshot_metrics(seconds: float, mib: float) -> tuple[Metric, ...]:
                 )
             )
             rows.append(
+                Metric(f"{step}_{key}_kernel_seconds", f".{suffix}: {what}, of which in the kernel", S, None, 1)
+            )
+            rows.append(
                 Metric(
                     f"{step}_{key}_peak_rss_mib",
                     f".{suffix}: {what}, peak RSS",

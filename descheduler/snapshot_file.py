@@ -379,7 +379,7 @@ def _json_writer(out: BinaryIO, meta: dict[str, Any]) -> Iterator[Callable[[byte
     out.write(head[:-1] + b"," + _ITEMS_OPEN)
     # Items are gathered and written a megabyte at a time, joined by their separators: one copy of
     # each (the join; `out` takes a write that large without copying it into its buffer), and one
-    # write call, instead of two calls and a copy into the buffer per item.
+    # large write, instead of two calls and a copy into the buffer per item.
     pending: list[bytes] = []
     size = 0
     separator = b"\n"
@@ -387,7 +387,8 @@ def _json_writer(out: BinaryIO, meta: dict[str, Any]) -> Iterator[Callable[[byte
     def flush() -> None:
         nonlocal separator, size
         if pending:
-            out.write(separator + b",\n".join(pending))
+            out.write(separator)
+            out.write(b",\n".join(pending))
             pending.clear()
             separator, size = b",\n", 0
 
