@@ -193,21 +193,9 @@ class _PassingObject(msgspec.Struct, rename="camel", omit_defaults=True):
     status: msgspec.Raw = _ABSENT
 
 
-class _PassingPod(msgspec.Struct, rename="camel", omit_defaults=True):
-    """A pod with its spec field by field as JSON text (nodeName and the container lists are read)."""
-
-    api_version: str = ""
-    kind: str = ""
-    metadata: _PassingMeta = msgspec.field(default_factory=_PassingMeta)
-    spec: dict[str, msgspec.Raw] | msgspec.UnsetType | None = msgspec.UNSET
-    status: msgspec.Raw = _ABSENT
-
-
 _PASSING_PAGE = msgspec.json.Decoder(RawList[_PassingObject])
-_PASSING_POD_PAGE = msgspec.json.Decoder(RawList[_PassingPod])
 _PLAIN_PAGE = msgspec.json.Decoder(RawList[dict[str, Any]])
 _FIELDS_LIST = msgspec.json.Decoder(list[dict[str, msgspec.Raw]])
-_STRING = msgspec.json.Decoder(str)
 _CONTAINER_GROUPS = ("containers", "initContainers", "ephemeralContainers")
 _REDACTED_VALUE = msgspec.Raw(_ENCODER.encode(REDACTED))
 
@@ -218,7 +206,16 @@ class _ContainerEnv(msgspec.Struct):
     env: msgspec.Raw = _ABSENT
 
 
-_CONTAINER_ENVS = msgspec.json.Decoder(list[_ContainerEnv])
+class _PodSpecEnvs(msgspec.Struct, rename="camel"):
+    """A pod spec as far as its nodeName and its containers' env lists go."""
+
+    node_name: Any = None
+    containers: list[_ContainerEnv] | None = None
+    init_containers: list[_ContainerEnv] | None = None
+    ephemeral_containers: list[_ContainerEnv] | None = None
+
+
+_POD_SPEC_ENVS = msgspec.json.Decoder(_PodSpecEnvs)
 _ENV_KEY = b'"env":'
 
 
@@ -279,7 +276,7 @@ class _KindListing:
         self.node_names = node_names
         self.passing: msgspec.json.Decoder[RawList[Any]] | None = None
         if kind.group in _BUILT_IN_GROUPS:
-            self.passing = _PASSING_POD_PAGE if kind.kind == "Pod" else _PASSING_PAGE
+            self.passing = _PASSING_PAGE
         self.written: set[str] = set()
         self.names: set[str] = set()
         self.orphans: dict[str, str] = {}  # pod key -> the node it is bound to
@@ -294,20 +291,23 @@ class _KindListing:
 
     def write_page(self, page: RawList[Any]) -> None:
         for obj in page.items or ():
-            if isinstance(obj, _PassingObject | _PassingPod):
+            if isinstance(obj, _PassingObject):
                 self._write_passing(obj)
             else:
                 self._write_plain(obj)
 
-    def _write_passing(self, obj: _PassingObject | _PassingPod) -> None:
+    def _write_passing(self, obj: _PassingObject) -> None:
         meta = obj.metadata
-        node = _redact_pod_spec(obj.spec) if isinstance(obj, _PassingPod) else ""
+        node = ""
+        if obj.spec is not _ABSENT:
+            if self.kind.kind == "Pod":
+                obj.spec, node = _redacted_pod_spec(bytes(obj.spec))
+            elif b'"env"' in bytes(obj.spec):
+                obj.spec = _redacted_template_spec(obj.spec)
         if self._skip(meta.namespace, meta.name, node):
             return
         if not obj.api_version:
             obj.api_version, obj.kind = self.kind.api_version, self.kind.kind
-        if isinstance(obj, _PassingObject) and obj.spec is not _ABSENT and b'"env"' in bytes(obj.spec):
-            obj.spec = _redacted_template_spec(obj.spec)
         if meta.annotations and _LAST_APPLIED.encode() in bytes(meta.annotations):
             annotations = msgspec.json.decode(meta.annotations)
             if isinstance(annotations, dict):
@@ -339,48 +339,51 @@ class _KindListing:
         return False
 
 
-def _redact_pod_spec(spec: dict[str, msgspec.Raw] | msgspec.UnsetType | None) -> str:
-    """Redact the env values of a pod spec's containers in place; returns its nodeName."""
-    if not isinstance(spec, dict):
-        return ""
-    for group in _CONTAINER_GROUPS:
-        containers = spec.get(group)
-        if containers is not None:
-            text = bytes(containers)
-            if b'"env"' in text:
-                spec[group] = _redacted_containers(text)
-    node = spec.get("nodeName")
-    if node is None:
-        return ""
+def _redacted_pod_spec(text: bytes) -> tuple[msgspec.Raw, str]:
+    """A pod spec with its containers' env values redacted, and its nodeName. The spec keeps the
+    API's text, each env list replaced where it stands by the list redacted (`_redacted_env`). That
+    needs each env list's place: when `"env":` occurs in the text other than once for each env list
+    found (whitespace, a repeated key, the key in another field), or a list is not where expected,
+    the spec is decoded whole and encoded again instead."""
     try:
-        return _STRING.decode(node)
-    except msgspec.ValidationError:
-        return ""
-
-
-def _redacted_containers(text: bytes) -> msgspec.Raw:
-    """A container list with every env value redacted: its text as the API sent it, each env list
-    replaced where it stands by the list redacted (`_redacted_env`). That needs each env list's
-    place: when `"env":` occurs in the text other than once for each container with an env list
-    (whitespace, a repeated key, the word in a quoted key), the list is decoded container by
-    container instead (`_redecoded_containers`), and the text found where expected is checked."""
-    try:
-        envs = [bytes(container.env) for container in _CONTAINER_ENVS.decode(text) if container.env is not _ABSENT]
-        redacted = [(env, _redacted_env(env)) for env in envs]
-    except msgspec.ValidationError:  # not lists of objects: as plain data
+        found = _POD_SPEC_ENVS.decode(text)
+    except msgspec.ValidationError:  # not the shape of a pod spec: as plain data
         return _plainly_redacted(text)
-    if text.count(_ENV_KEY) != len(redacted):
-        return _redecoded_containers(text)
+    node = found.node_name if isinstance(found.node_name, str) else ""
+    envs = [
+        bytes(container.env)
+        for group in (found.containers, found.init_containers, found.ephemeral_containers)
+        for container in group or ()
+        if container.env is not _ABSENT
+    ]
+    if not envs and b'"env"' not in text:
+        return msgspec.Raw(text), node
+    try:
+        spliced = _spliced(text, envs)
+    except msgspec.ValidationError:  # an env list that is not a list of objects
+        spliced = None
+    return (msgspec.Raw(spliced), node) if spliced is not None else _plainly_redacted(text)
+
+
+def _spliced(text: bytes, envs: list[bytes]) -> bytes | None:
+    """`text` with each env list in `envs` replaced where its `"env":` key stands by the list
+    redacted, or None when the keys are not exactly those lists' (the groups' order in the text is
+    not known, so each key takes whichever list left follows it)."""
+    if text.count(_ENV_KEY) != len(envs):
+        return None
     pieces: list[bytes] = []
     at = 0
-    for old, new in redacted:
+    left = list(envs)
+    for _ in envs:
         start = text.find(_ENV_KEY, at) + len(_ENV_KEY)
-        if not text.startswith(old, start):
-            return _redecoded_containers(text)
-        pieces += (text[at:start], new)
+        old = next((env for env in left if text.startswith(env, start)), None)
+        if old is None:
+            return None
+        left.remove(old)
+        pieces += (text[at:start], _redacted_env(old))
         at = start + len(old)
     pieces.append(text[at:])
-    return msgspec.Raw(b"".join(pieces))
+    return b"".join(pieces)
 
 
 @lru_cache(maxsize=4096)
@@ -394,24 +397,12 @@ def _redacted_env(env: bytes) -> bytes:
     return _ENCODER.encode(entries)
 
 
-def _redecoded_containers(containers: bytes) -> msgspec.Raw:
-    """A container list with every env value redacted, each container decoded field by field
-    (fields as JSON text) and encoded again."""
-    try:
-        decoded = _FIELDS_LIST.decode(containers)
-        for container in decoded:
-            env = container.get("env")
-            if env is not None:
-                container["env"] = msgspec.Raw(_redacted_env(bytes(env)))
-    except msgspec.ValidationError:  # not lists of objects: as plain data
-        return _plainly_redacted(containers)
-    return msgspec.Raw(_ENCODER.encode(decoded))
-
-
-def _plainly_redacted(containers: bytes) -> msgspec.Raw:
-    value = msgspec.json.decode(containers)
-    _redact_containers(value)
-    return msgspec.Raw(_ENCODER.encode(value))
+def _plainly_redacted(spec: bytes) -> tuple[msgspec.Raw, str]:
+    """A pod spec decoded whole, its env values redacted, and encoded again; and its nodeName."""
+    value = msgspec.json.decode(spec)
+    _redact_env(value)
+    node = value.get("nodeName") if isinstance(value, dict) else None
+    return msgspec.Raw(_ENCODER.encode(value)), node if isinstance(node, str) else ""
 
 
 def _redacted_template_spec(spec: msgspec.Raw) -> msgspec.Raw:

@@ -20,7 +20,7 @@ from descheduler.fakecluster.apiserver import FakeApiServer
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import load_demo_scenario
 from descheduler.kube import KubeClient
-from descheduler.kube.live import REDACTED, _redact_containers, _redact_pod_spec, _redacted_containers, save_snapshot
+from descheduler.kube.live import REDACTED, _redact_env, _redacted_pod_spec, save_snapshot
 from descheduler.policy import default_policy
 from descheduler.snapshot import SNAPSHOT_TIME_ANNOTATION, load_snapshot
 
@@ -252,10 +252,7 @@ class _WrittenObject(msgspec.Struct):
     ],
 )
 def test_container_env_values_are_redacted_as_plain_data_would_be(containers: Any) -> None:
-    text = msgspec.json.encode(containers)
-    expected = msgspec.json.decode(text)
-    _redact_containers(expected)
-    assert bytes(_redacted_containers(text)) == msgspec.json.encode(expected)
+    _assert_redacted_as_plain_data({"containers": containers, "nodeName": "n1"})
 
 
 @pytest.mark.parametrize(
@@ -270,22 +267,58 @@ def test_container_env_values_are_redacted_as_plain_data_would_be(containers: An
 )
 def test_only_the_env_lists_are_replaced_in_the_api_s_text(containers: Any) -> None:
     """The env lists are replaced where they stand; everything else passes byte for byte."""
-    text = msgspec.json.encode(containers)
+    _assert_redacted_as_plain_data({"containers": containers})
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        # the groups in either order, one env list the same text in both
+        {
+            "initContainers": [{"name": "i", "env": [{"name": "X", "value": "s"}]}],
+            "containers": [{"name": "a", "env": [{"name": "Y", "value": "t"}]}, {"name": "b", "env": []}],
+            "ephemeralContainers": [{"name": "e", "env": [{"name": "X", "value": "s"}]}],
+        },
+        {
+            "containers": [{"name": "a", "env": [{"name": "Y", "value": "t"}]}],
+            "initContainers": [{"name": "i", "env": [{"name": "X", "value": "s"}]}],
+        },
+        # an env list that is not a list of objects, and specs not of a pod's shape: as plain data
+        {"containers": [{"name": "a", "env": None}, {"name": "b", "env": [{"name": "X", "value": "s"}]}]},
+        {"containers": [{"name": "a", "env": ["X=s"]}], "nodeName": 7},
+        {"containers": "none", "nodeName": "n1"},
+        ["not", "a", "spec"],
+        None,
+    ],
+)
+def test_pod_specs_of_every_shape_lose_their_env_values_and_keep_their_node(spec: Any) -> None:
+    _assert_redacted_as_plain_data(spec)
+
+
+def _assert_redacted_as_plain_data(spec: Any) -> None:
+    text = msgspec.json.encode(spec)
     expected = msgspec.json.decode(text)
-    _redact_containers(expected)
-    assert bytes(_redacted_containers(text)) == msgspec.json.encode(expected)
+    _redact_env(expected)
+    got, node = _redacted_pod_spec(text)
+    assert bytes(got) == msgspec.json.encode(expected)
+    wanted = spec.get("nodeName") if isinstance(spec, dict) else None
+    assert node == (wanted if isinstance(wanted, str) else "")
 
 
 def test_a_spaced_container_list_keeps_its_spaces_and_loses_its_env_values() -> None:
-    text = b'[ {"name": "a", "image": "x",  "env":[{"name":"X","value":"s"}] } ]'
-    got = bytes(_redacted_containers(text))
-    assert got == b'[ {"name": "a", "image": "x",  "env":[{"name":"X","value":"' + REDACTED.encode() + b'"}] } ]'
+    text = b'{"containers": [ {"name": "a", "image": "x",  "env":[{"name":"X","value":"s"}] } ]}'
+    got, _ = _redacted_pod_spec(text)
+    redacted = b'"env":[{"name":"X","value":"' + REDACTED.encode() + b'"}]'
+    assert bytes(got) == b'{"containers": [ {"name": "a", "image": "x",  ' + redacted + b" } ]}"
 
 
 def test_an_env_key_spaced_from_its_colon_is_still_redacted() -> None:
-    spec = {"containers": msgspec.Raw(b'[{"name":"a","env" : [{"name":"X","value":"s"}]}]')}
-    _redact_pod_spec(spec)
-    assert msgspec.json.decode(spec["containers"]) == [{"name": "a", "env": [{"name": "X", "value": REDACTED}]}]
+    got, node = _redacted_pod_spec(b'{"nodeName":"n1","containers":[{"name":"a","env" : [{"name":"X","value":"s"}]}]}')
+    assert msgspec.json.decode(got) == {
+        "nodeName": "n1",
+        "containers": [{"name": "a", "env": [{"name": "X", "value": REDACTED}]}],
+    }
+    assert node == "n1"
 
 
 @pytest.mark.parametrize("suffix", ["json", "yaml"])
