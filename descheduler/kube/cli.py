@@ -73,7 +73,7 @@ def save(
     path: Annotated[
         Path,
         typer.Argument(
-            help="file to write: .json or .json.gz (fast, for big clusters), .yaml or .yml (for people, slow), "
+            help="file to write: .json.gz (for big clusters) or .json (fast, plain), .yaml or .yml (for people, slow), "
             "or .yaml.gz"
         ),
     ],
