@@ -195,7 +195,6 @@ class _Head(msgspec.Struct, rename="camel"):
 
 
 _HEAD = msgspec.json.Decoder(_Head)
-_TYPE_PREFIX = snapshot_file.TYPE_HEAD
 _KNOWN_PREFIXES: dict[bytes, tuple[str, str, str, Any]] = {}  # -> apiVersion, group, kind, handler or None
 
 
@@ -269,7 +268,7 @@ class _Collector:
     def _add_json(self, text: msgspec.Raw, source: str, where: str) -> None:
         """One object from its JSON text, decoded straight into its kind's shape (no dicts);
         malformed JSON raises msgspec.DecodeError."""
-        typed = _TYPE_PREFIX.match(text)
+        typed = snapshot_file.TYPE_HEAD.match(text)
         known = _KNOWN_PREFIXES.get(typed.group()) if typed is not None else None
         if known is None:
             try:
