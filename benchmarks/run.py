@@ -932,6 +932,16 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("500_pods_per_cpu_second", "in process: pods per CPU second, 500 names", "/s", None, 0),
         ),
         child_extender,
+        "Re-run on 2026-11-30 between 13:50 and 14:05 UTC on a new machine, nothing else running, three "
+        "times (two runs each): twice at 7dfc04c (the table is the second) the rows over HTTP miss, 786 and "
+        "755 pods per server CPU-second, p99 13.9 and 10.5 ms while the state is rebuilt (2 rebuilds completed "
+        "in that run); the code before e1db968 (the rebuild rate bound by the builds' CPU time instead of "
+        "their wall time), run between them, gave 896 /s and 6.83 ms (1 rebuild). The runs' own ranges "
+        "overlap (427-1,156 /s over the six runs) and in process the same code is faster than on "
+        "2026-11-30 04:24 (974 against 605 /s): this is not settled. With `build_share: 1.0`, as here, "
+        "both rules rebuild back to back, so the rule alone should not change the rate; the faster quota "
+        "census of dfcb9a5 shortens each rebuild, so more of them complete in a run. Needed: the same A/B "
+        "with more runs on a quiet machine.\n\n"
         "Over HTTP (`benchmarks/bench_extender.py`, `child_extender_http`), as kube-scheduler calls it: the "
         "extender in a server process of its own, one kept-alive connection, a filter then a prioritize POST "
         "per pod; the rate is per CPU second of the server process. 'bound' also reports each pod bound in the "
