@@ -52,6 +52,7 @@ from descheduler.model import (
 )
 from descheduler.quantity import QuantityError, to_units
 from descheduler.resources import EMPTY, Resources
+from descheduler.rollout import starts_first
 
 Quantity = str | int | float
 ResourceList = dict[str, Quantity]
@@ -236,6 +237,8 @@ class RawNode(_Raw):
 
 class RawWorkloadSpec(_Raw):
     replicas: int | None = None
+    strategy: dict[str, Any] | None = None  # a Deployment's
+    paused: bool = False
 
 
 class RawWorkload(_Raw):
@@ -956,6 +959,8 @@ def workload_from_raw(raw: RawWorkload, kind: str) -> Workload:
         uid=meta.uid,
         replicas=replicas,
         owner=_controller(meta),
+        labels=meta.labels or {},
+        starts_first=kind == "Deployment" and starts_first(raw.spec.strategy, replicas or 0, raw.spec.paused),
     )
 
 

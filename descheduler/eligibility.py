@@ -15,6 +15,7 @@ from descheduler.model import (
     MAX_EVICTION_COST,
     SYSTEM_CRITICAL_PRIORITY,
     Pod,
+    Workload,
 )
 from descheduler.policy import EvictorArgs
 from descheduler.refusal import Refusal, define
@@ -100,6 +101,31 @@ def eviction_refusal(pod: Pod, snapshot: Snapshot, args: EvictorArgs, now: datet
         age = int((when - pod.created).total_seconds())
         return Refusal(code=MIN_POD_AGE, facts={"age": age, "min_age": int(args.min_pod_age.total_seconds())})
     replicas = snapshot.replicas(pod)
-    if replicas is not None and replicas < args.min_replicas:
+    if replicas is not None and replicas < args.min_replicas and not moves_first(pod, snapshot, args):
         return Refusal(code=MIN_REPLICAS, facts={"replicas": replicas, "min_replicas": args.min_replicas})
     return None
+
+
+def deployment_of(pod: Pod, snapshot: Snapshot) -> Workload | None:
+    """The Deployment that owns the pod's ReplicaSet, when the snapshot holds both."""
+    if pod.owner is None or pod.owner.kind != "ReplicaSet":
+        return None
+    replicaset = snapshot.workloads.get(pod.owner.uid)
+    owner = replicaset.owner if replicaset is not None else None
+    if owner is None or owner.kind != "Deployment":
+        return None
+    deployment = snapshot.workloads.get(owner.uid)
+    return deployment if deployment is not None and deployment.kind == "Deployment" else None
+
+
+def moves_first(pod: Pod, snapshot: Snapshot, args: EvictorArgs) -> bool:
+    """Whether the policy moves this pod make-before-break: makeBeforeBreak is on, and the pod is the
+    only one of a Deployment its selector takes, whose strategy starts the replacement first."""
+    wanted = args.make_before_break
+    if not wanted.enabled:
+        return False
+    deployment = deployment_of(pod, snapshot)
+    if deployment is None or deployment.replicas != 1 or not deployment.starts_first:
+        return False
+    selector = wanted.deployment_selector
+    return selector is None or selector.matches(deployment.labels)

@@ -211,6 +211,10 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True):
     uid: str = ""
     replicas: int | None = None
     owner: OwnerRef | None = None
+    labels: dict[str, str] = {}
+    # A Deployment whose rollout starts a new pod before removing an old one and keeps every replica
+    # available (descheduler.rollout.starts_first): what a make-before-break move relies on.
+    starts_first: bool = False
 
 
 class PodDisruptionBudget(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,7 +19,7 @@ from descheduler.resources import EMPTY, Resources
 from descheduler.timestamps import format_time
 
 NodeClass = Literal["high", "low", "normal", "excluded"]
-Mode = Literal["ReservationFirst", "EvictDirectly"]
+Mode = Literal["ReservationFirst", "EvictDirectly", "MakeBeforeBreak"]
 
 
 class PodKey(msgspec.Struct, frozen=True):

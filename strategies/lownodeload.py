@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from descheduler.durations import format_duration
-from descheduler.eligibility import eviction_refusal
+from descheduler.eligibility import eviction_refusal, moves_first
 from descheduler.model import (
     ANNOTATION_DELETION_COST,
     ANNOTATION_EVICTION_COST,
@@ -495,7 +495,7 @@ def _relieve_node(
                 strategy=LowNodeLoad.name,
                 source_node=node,
                 target_node=choice.node,
-                mode=mode,
+                mode="MakeBeforeBreak" if moves_first(pod, ctx.snapshot, ctx.policy.evictor) else mode,
                 reason=reason(),
                 usage=table.to_resources(load.usage, [r for r in classified.resources if r != "pods"] or None),
             )

@@ -80,8 +80,10 @@ class Kubelet:
         status = pod.get("status") or {}
         bound = self._bound_at.setdefault(uid, now)
         phase = status.get("phase", "Pending")
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-        if phase == "Running" and ready:
+        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        if phase == "Running" and (
+            conditions.get("Ready") == "True" or (conditions.get("ContainersReady") == "True" and not gates_pass(pod))
+        ):
             return
         if phase == "Pending" and now < bound + self.start_delay:
             return
@@ -102,7 +104,7 @@ class Kubelet:
                 st.update(container_statuses(obj, when, ready=False))
             if become_ready or (self.ready_delay == 0 and st.get("phase") == "Running"):
                 set_condition(st, "ContainersReady", "True", when)
-                set_condition(st, "Ready", "True", when)
+                set_condition(st, "Ready", "True" if gates_pass(obj) else "False", when)
                 mark_containers_ready(st)
 
         try:
@@ -141,3 +143,13 @@ class Kubelet:
             holds = [unchanged_until(model, instant=instant, elapsed=elapsed) for model in models.values()]
         self._held[uid] = (min(holds, default=float("inf")), usage)
         return usage
+
+
+def gates_pass(pod: Obj) -> bool:
+    """Whether every readiness gate of the pod has its condition True: a kubelet reports a pod Ready
+    only then, its containers ready or not (a gate nobody sets keeps the pod from ever being Ready)."""
+    gates = (pod.get("spec") or {}).get("readinessGates") or ()
+    if not gates:
+        return True
+    conditions = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or ()}
+    return all(conditions.get(gate.get("conditionType")) == "True" for gate in gates)

@@ -62,6 +62,7 @@ def job_facts(job: PodMigrationJob, pods: Mapping[str, Pod]) -> JobFacts:
         evicted=condition_time(job, "Evicted"),
         rank=importance(pod),
         strategy=job.spec.strategy,
+        mode=job.spec.mode,
     )
 
 
@@ -78,6 +79,7 @@ def snapshot_job_facts(job: MigrationJob) -> JobFacts:
         workload=job.workload_uid,
         started=job.started,
         evicted=job.evicted,
+        mode=job.mode,
     )
 
 

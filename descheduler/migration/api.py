@@ -146,6 +146,7 @@ class MigrationApi:
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.leases = client.CoordinationV1Api(api_client)
+        self.apps = client.AppsV1Api(api_client)
         self._evicting = client.CoreV1Api(evictions.api_client) if evictions is not None else self.core
         self._eviction_timeout: Any = evictions.timeout if evictions is not None else TIMEOUT
 
@@ -267,6 +268,37 @@ class MigrationApi:
         lost); its resourceVersion makes a stale write a 409. The server keeps the node's status."""
         name = node["metadata"]["name"]
         response = self._call("update", f"nodes/{name}", self.core.replace_node, name, node, _preload_content=False)
+        written: dict[str, Any] = json.loads(response.data)
+        return written
+
+    # -- workloads (make-before-break moves) --------------------------------------------------
+
+    def get_workload(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Deployment or ReplicaSet (`kind`) as raw JSON; None when it does not exist."""
+        read = self.apps.read_namespaced_deployment if kind == "Deployment" else self.apps.read_namespaced_replica_set
+        try:
+            response = self._call(
+                "get", f"{kind.lower()}s/{namespace}/{name}", read, name, namespace, _preload_content=False
+            )
+        except ApiFailure as failure:
+            if failure.not_found:
+                return None
+            raise
+        workload: dict[str, Any] = json.loads(response.data)
+        return workload
+
+    def replace_deployment(self, deployment: dict[str, Any]) -> dict[str, Any]:
+        """PUT the Deployment as read and changed (raw JSON); its resourceVersion makes a stale write a 409."""
+        meta = deployment["metadata"]
+        response = self._call(
+            "update",
+            f"deployments/{meta['namespace']}/{meta['name']}",
+            self.apps.replace_namespaced_deployment,
+            meta["name"],
+            meta["namespace"],
+            deployment,
+            _preload_content=False,
+        )
         written: dict[str, Any] = json.loads(response.data)
         return written
 

@@ -126,7 +126,9 @@ def _permanent(job: JobFacts, workload: WorkloadFacts | None, args: MigrationArg
         return never
     if workload is None:
         return None
-    if job.strategy not in _WITHOUT_MIN_REPLICAS and (refusal := limits.min_replicas(workload, min_replicas)):
+    # A make-before-break move is how the policy moves a workload smaller than minReplicas.
+    keeps = job.strategy not in _WITHOUT_MIN_REPLICAS and job.mode != "MakeBeforeBreak"
+    if keeps and (refusal := limits.min_replicas(workload, min_replicas)):
         return refusal
     if job.strategy in _WITHOUT_WORKLOAD_LIMITS:
         return None

@@ -19,6 +19,7 @@ from descheduler.migration.objects import (
     JOBS,
     LABEL_JOB,
     RESERVATIONS,
+    RESERVING_MODES,
     TERMINAL_PHASES,
     ObjectError,
     PodMigrationJob,
@@ -71,7 +72,7 @@ class Cleanup:
     def release(self, handle: JobHandle) -> None:
         """Delete the job's Reservation (the sweeper retries when this fails)."""
         job = handle.job
-        if job.spec.mode != "ReservationFirst":
+        if job.spec.mode not in RESERVING_MODES:
             return
         self.released.add(job.name)
         try:

@@ -52,6 +52,7 @@ from descheduler.migration.presence import Route, SchedulerPresence
 from descheduler.migration.records import owner_uid, reservation_body, reservation_name
 from descheduler.migration.steering import SourceSteering
 from descheduler.migration.steps import Elsewhere, GoWithoutReservation, Hold, Record, ReserveAgain, Transition
+from descheduler.model import Pod
 from descheduler.policy import Policy
 from descheduler.snapshot import Snapshot
 from descheduler.tokenbucket import TokenBucket
@@ -274,6 +275,10 @@ class MigrationController:
                 return self._await_stock_replacement(handle, reads)
             case "AwaitReady":
                 return self._await_ready(handle, reads)
+            case "StartReplacement":
+                return self._start_replacement(handle, reads)
+            case "AwaitPodGone":
+                return self._await_pod_gone(handle, reads)
         raise AssertionError(f"unknown step {step!r}")
 
     # ------------------------------------------------------------------------------ admission
@@ -345,6 +350,9 @@ class MigrationController:
     def _expire(self, handle: JobHandle, reads: PassReads) -> None:
         """TTL exceeded: read what tells whether the pod was evicted and its replacement made it."""
         job = handle.job
+        if job.spec.mode == "MakeBeforeBreak":
+            self._expire_rollout(handle, reads)
+            return
         evicted = job.status.has("Evicted")
         if steps.may_be_evicted_unrecorded(job):
             # A controller that evicted and then stopped before recording it: the pod says so.
@@ -385,6 +393,9 @@ class MigrationController:
         reservation-aware scheduler answers)."""
         job, pod = handle.job, fetched.pod
         route = self._route(pod.scheduler_name, reads)
+        if route.way == "Without" and job.spec.mode == "MakeBeforeBreak":
+            # Its replacement starts beside the pod: without a Reservation nothing would steer it.
+            route = Route("Wait", f"{route.why}; a MakeBeforeBreak move needs a reservation-aware scheduler")
         if route.way == "Wait":
             return self._apply(handle, steps.awaiting_scheduler(job, route.why, reads.now), reads)
         if route.way == "Without":
@@ -430,7 +441,7 @@ class MigrationController:
         route = Route("Reservation", "")
         if reservation is not None and reservation.holds_room and reservation.status.phase != "Available":
             route = self._route(reservation.spec.template.scheduler_name, reads)
-        absent = route.why if route.way == "Without" else ""
+        absent = route.why if route.way == "Without" and handle.job.spec.mode != "MakeBeforeBreak" else ""
         outcome = steps.acknowledgement(handle.job, name, reservation, absent, reads.now, route.cause)
         return self._apply(handle, outcome, reads)
 
@@ -590,6 +601,75 @@ class MigrationController:
             self._record(handle, outcome)
             return ref is None  # a condition without a pod: look again at once
         return self._apply(handle, outcome, reads)
+
+    # ------------------------------------------------------------------------------ make-before-break
+
+    def _rollout_objects(self, pod: Pod) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The pod's ReplicaSet and the Deployment that controls it, read now (None: not found)."""
+        if pod.owner is None or pod.owner.kind != "ReplicaSet":
+            return None, None
+        replicaset = self.api.get_workload("ReplicaSet", pod.namespace, pod.owner.name)
+        refs = ((replicaset or {}).get("metadata") or {}).get("ownerReferences") or ()
+        owner = next((r for r in refs if r.get("controller") and r.get("kind") == "Deployment"), None)
+        if owner is None:
+            return replicaset, None
+        deployment = self.api.get_workload("Deployment", pod.namespace, str(owner.get("name")))
+        if deployment is not None and deployment["metadata"].get("uid") != owner.get("uid"):
+            deployment = None  # another Deployment of that name
+        return replicaset, deployment
+
+    def _start_replacement(self, handle: JobHandle, reads: PassReads) -> bool:
+        """Start the rollout that makes the replacement: the move's label on the Deployment's pod
+        template (already there: started by an earlier pass or instance, which did not record it)."""
+        fetched = self._pod_or_fail(handle, reads)
+        if fetched is None:
+            return False
+        pod = fetched.pod
+        replicaset, deployment = self._rollout_objects(pod)
+        if deployment is None or not steps.rollout_started(deployment, pod.uid):
+            refusal = steps.rollout_refusal(pod, replicaset, deployment)
+            snapshot = reads.snapshot()
+            if refusal is None and snapshot is not None:
+                refusal = steps.budget_hold(pod, snapshot.pdbs_for(pod))
+            if refusal is not None:
+                if isinstance(refusal, Hold):
+                    self._retry_later(handle, reads.now, self.budget_backoff)
+                return self._apply(handle, refusal, reads)
+            assert deployment is not None
+            deployment = self.api.replace_deployment(steps.with_rollout_label(deployment, pod.uid))
+            if self.recorder is not None:
+                ref = ObjectRef("Pod", pod.name, pod.namespace, pod.uid)
+                self.recorder.normal(ref, "Descheduled", steps.descheduled_message(handle.job, "Replaced"))
+        name = f"Deployment {pod.namespace}/{deployment['metadata']['name']}"
+        return self._apply(handle, steps.replacement_started(handle.job, name, reads.now), reads)
+
+    def _await_pod_gone(self, handle: JobHandle, reads: PassReads) -> bool:
+        """The replacement is Ready: done once the rollout has removed the pod."""
+        live = self._live_pod(handle)
+        if not isinstance(live, _Lost):
+            return False
+        self._transition(handle, steps.pod_replaced(handle.job, live.why, reads.now), reads.now)
+        return False
+
+    def _expire_rollout(self, handle: JobHandle, reads: PassReads) -> None:
+        """A MakeBeforeBreak job past its ttl: undo a rollout whose replacement is not Ready (the pod
+        stays), else end it as it stands (steps.rollout_expiry)."""
+        job = handle.job
+        live = self._live_pod(handle)
+        present = not isinstance(live, _Lost)
+        replicaset = deployment = None
+        if isinstance(live, FetchedPod):
+            replicaset, deployment = self._rollout_objects(live.pod)
+        uid = job.status.pod_uid or job.spec.pod_ref.uid
+        ours = deployment is not None and steps.rollout_started(deployment, uid)
+        ready = job.status.has("ReplacementReady")
+        outcome = steps.rollout_expiry(job, reads.now, pod_present=present, ours=ours, replacement_ready=ready)
+        if outcome == "RollBack":
+            assert deployment is not None
+            self.api.replace_deployment(steps.rolled_back(deployment, replicaset))
+            handle.log().warning("rollout undone: its replacement was not Ready in time")
+            outcome = steps.rolled_back_failure(job)
+        self._transition(handle, outcome, reads.now)
 
     # ------------------------------------------------------------------------------ applying
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
+from descheduler.migration.objects import RESERVING_MODES
 from descheduler.migration.presence import decide, lease_presence, no_lease, with_landings
 from descheduler.plan import Plan
 from descheduler.policy import MigrationArgs
@@ -20,7 +21,7 @@ def snapshot_landings(plan: Plan, snapshot: Snapshot, migration: MigrationArgs) 
     if seen is None:
         return plan
     if seen.error is not None:
-        if not any(m.mode == "ReservationFirst" for m in plan.migrations):
+        if not any(m.mode in RESERVING_MODES for m in plan.migrations):
             return plan
         warning = (
             f"cannot read the scheduler Lease {seen.ref}: {seen.error}; how ReservationFirst moves would go "

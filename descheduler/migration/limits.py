@@ -44,6 +44,7 @@ class JobFacts:
     evicted: datetime | None = None
     rank: tuple[int, ...] = ()  # importance of the pod: lower moves first
     strategy: str = ""  # the strategy that planned the move ("" for a job made by hand)
+    mode: str = ""  # the job's spec.mode ("" when not known)
 
     @property
     def in_flight(self) -> bool:

@@ -68,14 +68,23 @@ def parse_lease_ref(text: str) -> tuple[str, str]:
     return namespace, name or SCHEDULER_LEASE
 
 
-Mode = Literal["ReservationFirst", "EvictDirectly"]
+Mode = Literal["ReservationFirst", "EvictDirectly", "MakeBeforeBreak"]
 EvictionPolicy = Literal["Eviction", "Delete"]
 JobPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Aborted"]
 ReservationPhase = Literal["Pending", "Available", "Consumed", "Expired", "Failed"]
-ConditionType = Literal["ReservationCreated", "ReservationScheduled", "Evicted", "ReplacementBound", "ReplacementReady"]
+ConditionType = Literal[
+    "ReservationCreated",
+    "ReservationScheduled",
+    "ReplacementStarted",
+    "Evicted",
+    "ReplacementBound",
+    "ReplacementReady",
+]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed", "Aborted"})
+# The modes that hold room on the target through a Reservation before the pod goes.
+RESERVING_MODES: Final = frozenset({"ReservationFirst", "MakeBeforeBreak"})
 
 
 def _parse_ttl(value: Any) -> timedelta:
@@ -190,7 +199,13 @@ class WorkloadReference(ApiModel):
 
 class PodMigrationJobSpec(ApiModel):
     pod_ref: PodReference = Field(description="the pod to move")
-    mode: Mode = Field("ReservationFirst", description="ReservationFirst reserves room on the target before evicting")
+    mode: Mode = Field(
+        "ReservationFirst",
+        description=(
+            "ReservationFirst reserves room on the target before evicting; MakeBeforeBreak (a single-replica "
+            "Deployment's pod) also starts the replacement there by a rollout before the pod goes"
+        ),
+    )
     target_node: str = Field("", description="the planner's choice of target; empty lets the controller choose")
     ttl: Ttl = Field(DEFAULT_TTL, description="a job not done this long after creation is aborted (or failed)")
     eviction_policy: EvictionPolicy = Field(

@@ -18,7 +18,7 @@ import structlog
 from descheduler import decode
 from descheduler.migration.admission import job_facts
 from descheduler.migration.limits import JobFacts, cooling_sources
-from descheduler.migration.objects import ANNOTATION_SOURCE_NODE, PodMigrationJob, parse_job
+from descheduler.migration.objects import ANNOTATION_SOURCE_NODE, RESERVING_MODES, PodMigrationJob, parse_job
 from descheduler.migration.targets import Placement
 from descheduler.model import Pod
 from descheduler.policy import Policy
@@ -102,7 +102,7 @@ class PassReads:
             placing = {
                 h.job.name
                 for h in self.handles
-                if h.job.spec.mode == "ReservationFirst"
+                if h.job.spec.mode in RESERVING_MODES
                 and h.job.status.phase in ("Pending", "Running")
                 and not h.job.status.has("ReservationCreated")
             }

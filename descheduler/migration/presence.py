@@ -31,6 +31,7 @@ from descheduler.migration.api import ApiFailure, MigrationApi
 from descheduler.migration.objects import (
     ANNOTATION_SCHEDULER_NAMES,
     DEFAULT_SCHEDULER_NAME,
+    RESERVING_MODES,
     SCHEDULER_LEASE,
     SCHEDULER_LEASE_NAMESPACE,
 )
@@ -280,7 +281,7 @@ def with_landings(plan: Plan, snapshot: Snapshot, migration: MigrationArgs, rout
     """The plan with each ReservationFirst move's landing (`Migration.landing`, from `route_of` its
     pod's schedulerName), and why in its warnings: one line per reason a move waits or goes without
     a Reservation."""
-    wanted = {str(m.pod) for m in plan.migrations if m.mode == "ReservationFirst"}
+    wanted = {str(m.pod) for m in plan.migrations if m.mode in RESERVING_MODES}
     if not wanted:
         return plan
     names = {p.key: p.scheduler_name for p in snapshot.pods if p.key in wanted}

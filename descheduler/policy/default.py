@@ -54,6 +54,10 @@ evictor:
   # minPodAge: 10m                  # never move pods younger than this (default: none)
   # labelSelector: {matchLabels: {descheduler.dev/movable: "true"}}   # default: every pod
   # namespaces: {exclude: [kube-system]}   # {include: [...]} or {exclude: [...]}, not both
+  makeBeforeBreak:                  # the pod of a single-replica Deployment, moved without downtime
+    enabled: false                  # true: such a pod (kept by minReplicas) is moved by a rollout that
+    #                               # starts its replacement on the Reservation's node first (README)
+    # deploymentSelector: {matchLabels: {descheduler.dev/make-before-break: "true"}}   # default: every one
 
 # Moves one cycle may plan. Absent = no limit; 0 = no moves.
 limits:

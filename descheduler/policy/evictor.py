@@ -34,6 +34,21 @@ def _exactly_one_of_include_or_exclude(namespaces: PartialInput) -> Iterator[Pro
         yield (), "set exactly one of include or exclude", None
 
 
+class MakeBeforeBreakArgs(PolicyModel):
+    """Moves of a single-replica Deployment's pod that start the replacement first (migration.md §3)."""
+
+    enabled: bool = Field(
+        default=False,
+        description=(
+            "move the pod of a single-replica Deployment (which minReplicas would keep) by a rollout that "
+            "starts its replacement on the Reservation's node and removes the pod only once that is Ready"
+        ),
+    )
+    deployment_selector: Selector | None = Field(
+        default=None, description="only Deployments whose labels match this selector (default: every one)"
+    )
+
+
 class EvictorArgs(PolicyModel):
     """Switchable rules for which pods may be moved at all; the hard rules are not configurable."""
 
@@ -46,3 +61,4 @@ class EvictorArgs(PolicyModel):
     min_replicas: int = Field(default=2, ge=1, description="never move pods of workloads with fewer replicas")
     label_selector: Selector | None = Field(default=None, description="only move pods matching this selector")
     namespaces: NamespaceFilter | None = Field(default=None, description="only move pods in these namespaces")
+    make_before_break: MakeBeforeBreakArgs = Field(default_factory=MakeBeforeBreakArgs)

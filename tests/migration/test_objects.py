@@ -73,7 +73,7 @@ def test_pmj_crd_has_short_name_and_enums() -> None:
     crd = crds.job_crd()
     assert crd["spec"]["names"]["shortNames"] == ["pmj"]
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    assert spec["properties"]["mode"]["enum"] == ["ReservationFirst", "EvictDirectly"]
+    assert spec["properties"]["mode"]["enum"] == ["ReservationFirst", "EvictDirectly", "MakeBeforeBreak"]
     assert spec["properties"]["evictionPolicy"]["enum"] == ["Eviction", "Delete"]
     assert spec["required"] == ["podRef"]
 

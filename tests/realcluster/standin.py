@@ -23,6 +23,7 @@ from typing import Any
 import urllib3
 
 from descheduler.errors import ClusterUnreachableError
+from descheduler.fakecluster.kubelet import gates_pass
 from descheduler.fakecluster.usage import MEASURED, UsageSpec, models_for, usage_units
 from descheduler.kube import Cancelled, KubeApiError, KubeClient
 from descheduler.quantity import to_units
@@ -270,8 +271,10 @@ class KubeletStandIn:
         now = rfc3339()
         ip = next(self._ips)
         containers = (pod.get("spec") or {}).get("containers") or []
+        # Ready only when every readiness gate's condition is True, as a kubelet reports it.
+        ready = "True" if gates_pass(pod) else "False"
         conditions = [
-            {"type": kind, "status": "True", "lastTransitionTime": now}
+            {"type": kind, "status": ready if kind == "Ready" else "True", "lastTransitionTime": now}
             for kind in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled")
         ]
         statuses = [
