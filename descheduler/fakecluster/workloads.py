@@ -2,7 +2,8 @@
 
 Each controller has `step(now)`; a step reads the store, compares desired with actual and
 writes the difference, and is skipped when nothing it reads was written since its last pass.
-Simplified from kube-controller-manager: no rollouts, no expectations cache — one step converges.
+Simplified from kube-controller-manager: no expectations cache — a step acts on what the store
+holds. Deployments roll out as the real controller does (see `DeploymentController`).
 """
 
 from __future__ import annotations
@@ -10,20 +11,29 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
+import math
 import random
+import re
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from descheduler.fakecluster.apiserver import ApiError, Store
+from descheduler.fakecluster.apiserver.clock import instant_of
 from descheduler.fakecluster.pods import (
     Obj,
     controller_ref,
     is_active,
     is_ready,
+    is_terminal,
     is_terminating,
     owned_by,
     owner_reference,
 )
+
+log = logging.getLogger(__name__)
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
 
@@ -91,12 +101,14 @@ class _Inputs:
 
 
 class ReplicaSetController:
-    """Keeps spec.replicas active pods per ReplicaSet, named <rs>-<5 random chars>."""
+    """Keeps spec.replicas active pods per ReplicaSet, named <rs>-<5 random chars>; a pod counts as
+    available once Ready for spec.minReadySeconds (pkg/controller/replicaset)."""
 
     def __init__(self, store: Store, rng: random.Random | None = None) -> None:
         self.store = store
         self.rng = rng or random.Random(0)
         self._inputs = _Inputs(store, "pods", "replicasets.apps")
+        self._maturing = False  # a Ready pod waits out minReadySeconds: a pass is due as time goes on
 
     def _name(self, prefix: str, namespace: str) -> str:
         while True:
@@ -105,15 +117,17 @@ class ReplicaSetController:
                 return name
 
     def step(self, now: float) -> None:
-        self._inputs.run(self._sync)
+        self._inputs.run(lambda: self._sync(now), anyway=self._maturing)
 
-    def _sync(self) -> None:
+    def _sync(self, now: float) -> None:
         by_owner: dict[str, list[Obj]] = {}  # one listing, grouped by controller UID
         for pod in self.store.list("pods", shared=True):
             ref = controller_ref(pod)
             if ref is not None and ref.get("uid"):
                 by_owner.setdefault(str(ref["uid"]), []).append(pod)
-        for rs in _live(self.store, "replicasets.apps"):
+        replicasets = _live(self.store, "replicasets.apps")
+        self._maturing = False
+        for rs in replicasets:
             meta = rs["metadata"]
             ns = meta["namespace"]
             owned = [p for p in by_owner.get(str(meta.get("uid")), []) if p["metadata"].get("namespace") == ns]
@@ -124,30 +138,95 @@ class ReplicaSetController:
                 for _ in range(want - len(active))
             ]
             if len(active) > want:
-                # Scale down as the real controller prefers: unscheduled, then not ready, then newest.
-                ranked = sorted(
-                    active,
-                    key=lambda p: (
-                        bool((p.get("spec") or {}).get("nodeName")),
-                        is_ready(p),
-                        [-ord(c) for c in p["metadata"].get("creationTimestamp", "")],
-                    ),
-                )
+                doubled = _pods_per_node(_related_pods(rs, replicasets, by_owner))
+                ranked = sorted(active, key=lambda p: _deletion_order(p, doubled))
                 for pod in ranked[: len(active) - want]:
                     _delete(self.store, pod)
                 active = ranked[len(active) - want :]
             active += created
-            ready = sum(1 for p in active if is_ready(p))
+            min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
+            ready = [p for p in active if is_ready(p)]
+            available = sum(1 for p in ready if _available(p, min_ready, now))
+            self._maturing = self._maturing or available < len(ready)
             _write_status(
                 self.store,
                 rs,
                 {
                     "replicas": len(active),
-                    "readyReplicas": ready,
-                    "availableReplicas": ready,
+                    "readyReplicas": len(ready),
+                    "availableReplicas": available,
                     "observedGeneration": meta.get("generation", 1),
                 },
             )
+
+
+def _ready_since(pod: Obj) -> float | None:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return instant_of(condition.get("lastTransitionTime"))
+    return None
+
+
+def _available(pod: Obj, min_ready_seconds: int, now: float) -> bool:
+    """A Ready pod is available once Ready for longer than minReadySeconds (podutil.IsPodAvailable)."""
+    if min_ready_seconds == 0:
+        return True
+    since = _ready_since(pod)
+    return since is not None and since + min_ready_seconds < now
+
+
+def _related_pods(rs: Obj, replicasets: list[Obj], by_owner: dict[str, list[Obj]]) -> list[Obj]:
+    """The pods of `rs` and of the ReplicaSets with the same controller (a Deployment's other
+    ReplicaSets), as getIndirectlyRelatedPods finds them."""
+    owner = controller_ref(rs)
+    if owner is None:
+        family = [rs]
+    else:
+        ns = rs["metadata"]["namespace"]
+        family = [
+            other
+            for other in replicasets
+            if other["metadata"]["namespace"] == ns and (controller_ref(other) or {}).get("uid") == owner.get("uid")
+        ]
+    return [p for member in family for p in by_owner.get(str(member["metadata"].get("uid")), [])]
+
+
+def _pods_per_node(pods: list[Obj]) -> Counter[str]:
+    return Counter(str((p.get("spec") or {}).get("nodeName") or "") for p in pods if is_active(p))
+
+
+_PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+def _deletion_order(pod: Obj, pods_per_node: Counter[str]) -> tuple[Any, ...]:
+    """The ReplicaSet controller's scale-down order (controller.ActivePodsWithRanks), first deleted
+    first: unassigned; Pending < Unknown < Running; not Ready; lower pod-deletion-cost; more pods of
+    the workload on its node; Ready more recently; more container restarts; created more recently."""
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    ready = is_ready(pod)
+    ready_since = _ready_since(pod) if ready else None
+    created = instant_of(meta.get("creationTimestamp"))
+    restarts = max((int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []), default=0)
+    return (
+        bool(spec.get("nodeName")),
+        _PHASE_ORDER.get(str(status.get("phase")), 0),
+        ready,
+        _deletion_cost(meta),
+        -pods_per_node[str(spec.get("nodeName") or "")],
+        -math.inf if ready_since is None else -ready_since,  # a missing time first (afterOrZero)
+        -restarts,
+        -math.inf if created is None else -created,
+    )
+
+
+def _deletion_cost(meta: Obj) -> int:
+    """The pod-deletion-cost annotation; 0 when absent or not an int32, as the controller reads it."""
+    value = str((meta.get("annotations") or {}).get(DELETION_COST, ""))
+    if not re.fullmatch(r"[+-]?[0-9]+", value):
+        return 0
+    cost = int(value)
+    return cost if -(2**31) <= cost < 2**31 else 0
 
 
 def template_hash(template: Any) -> str:
@@ -156,53 +235,214 @@ def template_hash(template: Any) -> str:
     return "".join(_NAME_CHARS[int(digest[i : i + 2], 16) % len(_NAME_CHARS)] for i in range(0, 20, 2))
 
 
+HASH_LABEL = "pod-template-hash"
+REVISION = "deployment.kubernetes.io/revision"
+
+
+def _template_digest(template: Any) -> str:
+    """A pod template as EqualIgnoreHash compares two: without the pod-template-hash label, an empty
+    map or list the same as none (apimachinery's Semantic.DeepEqual)."""
+    template = copy.deepcopy(template or {})
+    labels = (template.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop(HASH_LABEL, None)
+    return hashlib.sha256(json.dumps(_pruned(template), sort_keys=True).encode()).hexdigest()
+
+
+def _pruned(value: Any) -> Any:
+    if isinstance(value, dict):
+        items = ((k, _pruned(v)) for k, v in value.items())
+        return {k: v for k, v in items if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
+def _scaled(value: Any, total: int, *, round_up: bool) -> int:
+    """An int-or-percent against `total` (intstr.GetScaledValueFromIntOrPercent)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    if not re.fullmatch(r"\d+%", text):
+        raise ValueError(f"{value!r} is neither an integer nor a percentage such as 25%")
+    scaled = int(text[:-1]) * total
+    return -(-scaled // 100) if round_up else scaled // 100
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """A Deployment's spec.strategy with the API defaults, maxSurge and maxUnavailable resolved
+    against spec.replicas as ResolveFenceposts does (both 0: maxUnavailable 1)."""
+
+    recreate: bool
+    max_surge: int
+    max_unavailable: int
+
+    @classmethod
+    def of(cls, deploy: Obj) -> Strategy:
+        strategy = (deploy.get("spec") or {}).get("strategy") or {}
+        if strategy.get("type") == "Recreate":
+            return cls(recreate=True, max_surge=0, max_unavailable=0)
+        rolling = strategy.get("rollingUpdate") or {}
+        replicas = _replicas(deploy)
+        surge, unavailable = (rolling.get(field) for field in ("maxSurge", "maxUnavailable"))
+        surge = _scaled("25%" if surge is None else surge, replicas, round_up=True)
+        unavailable = _scaled("25%" if unavailable is None else unavailable, replicas, round_up=False)
+        if surge == 0 and unavailable == 0:
+            unavailable = 1
+        # deploymentutil.MaxUnavailable: never more than the replicas, and 0 for 0 replicas.
+        return cls(recreate=False, max_surge=surge, max_unavailable=min(unavailable, replicas))
+
+
+@dataclass(slots=True)
+class _Set:
+    """One of a Deployment's ReplicaSets as a sync sees it: its replicas as the sync scales it, and
+    its status as the ReplicaSet controller last wrote it."""
+
+    obj: Obj  # as listed, read only
+    replicas: int
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    def status(self, field: str) -> int:
+        return int((self.obj.get("status") or {}).get(field) or 0)
+
+    @property
+    def revision(self) -> int:
+        value = str((self.obj["metadata"].get("annotations") or {}).get(REVISION, ""))
+        return int(value) if value.isdigit() else 0
+
+
 class DeploymentController:
-    """One ReplicaSet per Deployment (created when none exists), kept at the Deployment's replicas."""
+    """kube-controller-manager's Deployment controller (pkg/controller/deployment) on a template change.
+
+    The new ReplicaSet is the oldest one whose template equals the Deployment's but for the
+    pod-template-hash label; it is created (`<deploy>-<hash>`) when none is, and a template put back
+    to an older ReplicaSet's makes that one the new one again. RollingUpdate (the default) and
+    Recreate roll out as rolling.go and recreate.go do; a paused Deployment only keeps the one active
+    ReplicaSet at its replicas. Availability is read from the ReplicaSets' status, as the real
+    controller reads it (the ReplicaSet controller honours minReadySeconds); stepped before the
+    ReplicaSet controller, this one sees a pod's readiness a tick or two after the kubelet reports it.
+    Status: replicas, updatedReplicas, readyReplicas, availableReplicas, unavailableReplicas,
+    observedGeneration; the revision annotation on ReplicaSets and Deployment.
+
+    Not modelled: proportional scaling of a rollout in progress whose replicas change (the rolling
+    update moves it instead), the desired-replicas and max-replicas annotations, the status
+    conditions and progressDeadlineSeconds, collisionCount, copying the Deployment's annotations to
+    the ReplicaSet, and revisionHistoryLimit: old ReplicaSets stay, at 0 replicas.
+    """
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._inputs = _Inputs(store, "deployments.apps", "replicasets.apps")
+        self._digests: dict[tuple[str, int], str] = {}  # (uid, generation) -> _template_digest
+        self._recreating = False  # a Recreate waits for old pods to go, and pods are not an input
 
     def step(self, now: float) -> None:
-        self._inputs.run(self._sync)
+        self._inputs.run(self._sync, anyway=self._recreating)
 
     def _sync(self) -> None:
+        by_owner: dict[str, list[Obj]] = {}
+        for rs in _live(self.store, "replicasets.apps"):
+            ref = controller_ref(rs)
+            if ref is not None and ref.get("uid"):
+                by_owner.setdefault(str(ref["uid"]), []).append(rs)
+        digests, self._recreating = self._digests, False
+        self._digests = {}
         for deploy in _live(self.store, "deployments.apps"):
-            meta = deploy["metadata"]
-            ns = meta["namespace"]
-            owned = [rs for rs in self.store.list("replicasets.apps", ns) if owned_by(rs, deploy)]
-            want = _replicas(deploy)
-            if not owned:
-                owned = [self.store.create(self._replicaset(deploy, want))]
-            # The newest ReplicaSet carries the replicas; older ones (earlier rollouts) scale to 0.
+            ns = deploy["metadata"]["namespace"]
+            owned = [
+                rs for rs in by_owner.get(str(deploy["metadata"].get("uid")), []) if rs["metadata"]["namespace"] == ns
+            ]
             owned.sort(key=lambda rs: (rs["metadata"].get("creationTimestamp", ""), rs["metadata"]["name"]))
-            for i, rs in enumerate(owned):
-                target = want if i == len(owned) - 1 else 0
-                if _replicas(rs) != target:
-                    self.store.modify("replicasets.apps", rs["metadata"]["name"], ns, _set_replicas(target))
-            total = sum(int((rs.get("status") or {}).get("replicas") or 0) for rs in owned)
-            ready = sum(int((rs.get("status") or {}).get("readyReplicas") or 0) for rs in owned)
-            _write_status(
-                self.store,
-                deploy,
-                {
-                    "replicas": total,
-                    "readyReplicas": ready,
-                    "availableReplicas": ready,
-                    "updatedReplicas": total,
-                    "observedGeneration": meta.get("generation", 1),
-                },
-            )
+            try:
+                self._recreating |= self._sync_one(deploy, owned, digests)
+            except (ValueError, ApiError) as err:  # a bad strategy, a name taken: the next pass tries again
+                log.warning("deployment %s/%s: %s", ns, deploy["metadata"]["name"], err)
+
+    def _digest(self, obj: Obj, digests: dict[tuple[str, int], str]) -> str:
+        # A template changes only with the generation: hash each once, not at every pass.
+        key = (str(obj["metadata"].get("uid")), int(obj["metadata"].get("generation") or 0))
+        digest = digests.get(key) or _template_digest((obj.get("spec") or {}).get("template"))
+        self._digests[key] = digest
+        return digest
+
+    def _sync_one(self, deploy: Obj, owned: list[Obj], digests: dict[tuple[str, int], str]) -> bool:
+        """One Deployment's pass; whether it waits for old pods to go (Recreate)."""
+        spec = deploy.get("spec") or {}
+        strategy = Strategy.of(deploy)
+        wanted = self._digest(deploy, digests)
+        new_obj = next((rs for rs in owned if self._digest(rs, digests) == wanted), None)
+        old = [_Set(rs, _replicas(rs)) for rs in owned if rs is not new_obj]
+        new = None if new_obj is None else self._sync_revision(deploy, _Set(new_obj, _replicas(new_obj)), old)
+        waiting = False
+        if spec.get("paused"):
+            self._scale_paused(deploy, new, old)
+        elif strategy.recreate:
+            new, waiting = self._recreate(deploy, new, old)
+        else:
+            new = self._roll(deploy, new, old, strategy)
+        self._write_status(deploy, new, old)
+        return waiting
+
+    # ---------------------------------------------------------------- the new ReplicaSet
+
+    def _sync_revision(self, deploy: Obj, new: _Set, old: list[_Set]) -> _Set:
+        """The new ReplicaSet's revision past every old one's, and its minReadySeconds the Deployment's."""
+        revision = max((rs.revision for rs in old), default=0) + 1
+        min_ready = (deploy.get("spec") or {}).get("minReadySeconds") or 0
+        if new.revision < revision or ((new.obj.get("spec") or {}).get("minReadySeconds") or 0) != min_ready:
+            revision = max(new.revision, revision)
+
+            def mutate(rs: Obj) -> None:
+                rs["metadata"].setdefault("annotations", {})[REVISION] = str(revision)
+                if (rs["spec"].get("minReadySeconds") or 0) != min_ready:
+                    rs["spec"]["minReadySeconds"] = min_ready
+
+            new.obj = self.store.modify("replicasets.apps", new.name, deploy["metadata"]["namespace"], mutate)
+        self._set_deployment_revision(deploy, new.revision)
+        return new
+
+    def _set_deployment_revision(self, deploy: Obj, revision: int) -> None:
+        meta = deploy["metadata"]
+        if (meta.get("annotations") or {}).get(REVISION) == str(revision):
+            return
+
+        def mutate(obj: Obj) -> None:
+            obj["metadata"].setdefault("annotations", {})[REVISION] = str(revision)
+
+        self.store.modify("deployments.apps", meta["name"], meta["namespace"], mutate)
+
+    def _create(self, deploy: Obj, old: list[_Set], strategy: Strategy) -> _Set:
+        """The new ReplicaSet, with as many replicas as the strategy allows now (NewRSNewReplicas)."""
+        replicas = self._new_replicas(deploy, 0, old, strategy)
+        revision = max((rs.revision for rs in old), default=0) + 1
+        created = self.store.create(self._replicaset(deploy, replicas, revision))
+        self._set_deployment_revision(deploy, revision)
+        return _Set(created, replicas)
 
     @staticmethod
-    def _replicaset(deploy: Obj, replicas: int) -> Obj:
+    def _new_replicas(deploy: Obj, current: int, old: list[_Set], strategy: Strategy) -> int:
+        """What the new ReplicaSet may have now (deploymentutil.NewRSNewReplicas): all of spec.replicas
+        under Recreate; under RollingUpdate no more than replicas + maxSurge in all ReplicaSets."""
+        want = _replicas(deploy)
+        if strategy.recreate:
+            return want
+        total = current + sum(rs.replicas for rs in old)
+        room = want + strategy.max_surge - total
+        return current if room <= 0 else current + min(room, want - current)
+
+    @staticmethod
+    def _replicaset(deploy: Obj, replicas: int, revision: int = 1) -> Obj:
         spec = deploy.get("spec") or {}
         template = copy.deepcopy(spec.get("template") or {})
         hashed = template_hash(template)
-        labels = {**((template.get("metadata") or {}).get("labels") or {}), "pod-template-hash": hashed}
+        labels = {**((template.get("metadata") or {}).get("labels") or {}), HASH_LABEL: hashed}
         template.setdefault("metadata", {})["labels"] = labels
         selector = copy.deepcopy(spec.get("selector") or {})
-        selector.setdefault("matchLabels", {})["pod-template-hash"] = hashed
+        selector.setdefault("matchLabels", {})[HASH_LABEL] = hashed
         return {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
@@ -210,10 +450,124 @@ class DeploymentController:
                 "name": f"{deploy['metadata']['name']}-{hashed}",
                 "namespace": deploy["metadata"]["namespace"],
                 "labels": labels,
+                "annotations": {REVISION: str(revision)},
                 "ownerReferences": [owner_reference(deploy)],
             },
-            "spec": {"replicas": replicas, "selector": selector, "template": template},
+            "spec": {
+                "replicas": replicas,
+                "minReadySeconds": spec.get("minReadySeconds") or 0,
+                "selector": selector,
+                "template": template,
+            },
         }
+
+    def _scale(self, deploy: Obj, rs: _Set, replicas: int) -> bool:
+        if rs.replicas == replicas:
+            return False
+        self.store.modify("replicasets.apps", rs.name, deploy["metadata"]["namespace"], _set_replicas(replicas))
+        rs.replicas = replicas
+        return True
+
+    # ---------------------------------------------------------------- strategies
+
+    def _scale_paused(self, deploy: Obj, new: _Set | None, old: list[_Set]) -> None:
+        """DeploymentController.scale without proportional scaling: the only active ReplicaSet (or,
+        none active, the newest) at spec.replicas; old ones to 0 once the new one is saturated."""
+        want = _replicas(deploy)
+        every = [*old, *([new] if new is not None else [])]
+        active = [rs for rs in every if rs.replicas > 0]
+        if len(active) == 1 or (not active and every):
+            self._scale(deploy, active[0] if active else every[-1], want)
+        elif new is not None and new.replicas == want and new.status("availableReplicas") == want:
+            for rs in old:
+                self._scale(deploy, rs, 0)
+
+    def _recreate(self, deploy: Obj, new: _Set | None, old: list[_Set]) -> tuple[_Set | None, bool]:
+        """recreate.go: old ReplicaSets to 0, then, once none of their pods is left (terminating ones
+        included), the new one up to spec.replicas. The new ReplicaSet and whether it waits."""
+        scaled = [self._scale(deploy, rs, 0) for rs in old if rs.replicas > 0]
+        if scaled:
+            return new, True
+        want = _replicas(deploy)
+        if new is not None and new.replicas == want:
+            return new, False
+        if self._old_pods_running(deploy, new, old):
+            return new, True
+        strategy = Strategy(recreate=True, max_surge=0, max_unavailable=0)
+        if new is None:
+            return self._create(deploy, old, strategy), False
+        self._scale(deploy, new, want)
+        return new, False
+
+    def _old_pods_running(self, deploy: Obj, new: _Set | None, old: list[_Set]) -> bool:
+        if sum(rs.status("replicas") for rs in old):
+            return True
+        new_uid = None if new is None else new.obj["metadata"].get("uid")
+        old_uids = {rs.obj["metadata"].get("uid") for rs in old} - {new_uid}
+        return any(
+            (controller_ref(pod) or {}).get("uid") in old_uids and not is_terminal(pod)
+            for pod in self.store.list("pods", deploy["metadata"]["namespace"], shared=True)
+        )
+
+    def _roll(self, deploy: Obj, new: _Set | None, old: list[_Set], strategy: Strategy) -> _Set:
+        """rolling.go rolloutRolling: scale the new ReplicaSet up if the surge allows, else the old
+        ones down as far as availability allows. Returns the new ReplicaSet."""
+        if new is None:
+            new = self._create(deploy, old, strategy)
+        elif self._reconcile_new(deploy, new, old, strategy):
+            return new
+        self._reconcile_old(deploy, new, [rs for rs in old if rs.replicas > 0], strategy)
+        return new
+
+    def _reconcile_new(self, deploy: Obj, new: _Set, old: list[_Set], strategy: Strategy) -> bool:
+        want = _replicas(deploy)
+        if new.replicas > want:
+            return self._scale(deploy, new, want)
+        return self._scale(deploy, new, self._new_replicas(deploy, new.replicas, old, strategy))
+
+    def _reconcile_old(self, deploy: Obj, new: _Set, old: list[_Set], strategy: Strategy) -> None:
+        """Scale old ReplicaSets down by what keeps spec.replicas - maxUnavailable pods available:
+        their unavailable pods first (cleanupUnhealthyReplicas), then available ones."""
+        if not sum(rs.replicas for rs in old):
+            return
+        min_available = _replicas(deploy) - strategy.max_unavailable
+        new_unavailable = new.replicas - new.status("availableReplicas")
+        budget = new.replicas + sum(rs.replicas for rs in old) - min_available - new_unavailable
+        for rs in old:  # oldest first
+            if budget <= 0:
+                break
+            unhealthy = rs.replicas - rs.status("availableReplicas")
+            if rs.replicas and unhealthy > 0:
+                cut = min(budget, unhealthy)
+                self._scale(deploy, rs, rs.replicas - cut)
+                budget -= cut
+        available = new.status("availableReplicas") + sum(rs.status("availableReplicas") for rs in old)
+        excess = available - min_available
+        for rs in old:
+            if excess <= 0:
+                break
+            cut = min(rs.replicas, excess)
+            self._scale(deploy, rs, rs.replicas - cut)
+            excess -= cut
+
+    # ---------------------------------------------------------------- status
+
+    def _write_status(self, deploy: Obj, new: _Set | None, old: list[_Set]) -> None:
+        """calculateStatus: counts from the ReplicaSets' status; unavailable against their replicas."""
+        every = [*old, *([new] if new is not None else [])]
+        available = sum(rs.status("availableReplicas") for rs in every)
+        _write_status(
+            self.store,
+            deploy,
+            {
+                "replicas": sum(rs.status("replicas") for rs in every),
+                "updatedReplicas": 0 if new is None else new.status("replicas"),
+                "readyReplicas": sum(rs.status("readyReplicas") for rs in every),
+                "availableReplicas": available,
+                "unavailableReplicas": max(0, sum(rs.replicas for rs in every) - available),
+                "observedGeneration": deploy["metadata"].get("generation", 1),
+            },
+        )
 
 
 def _set_replicas(replicas: int) -> Any:
