@@ -178,17 +178,18 @@ class EvictionBudget:
             return Refusal(code=MAX_EVICTIONS_PER_NODE, subject=node, facts={"limit": limits.max_evictions_per_node})
         return None
 
-    def refusal(self, pod: Pod, node: str, *, workload_limits: bool = True) -> Refusal | None:
+    def refusal(self, pod: Pod, node: str, *, workload_limits: bool = True, surge: bool = False) -> Refusal | None:
         """Why one more move of this pod would break a limit or a PDB, or None. `workload_limits`
         False: the migration limits of the pod's workload do not apply (QuotaReclaim's victims:
-        the arbiter does not hold their jobs back by them either)."""
+        the arbiter does not hold their jobs back by them either). `surge`: the pod goes only once
+        its replacement is Ready (MakeBeforeBreak), so its budgets count one more healthy pod."""
         node_refusal = self.node_refusal(node)
         if node_refusal is not None:
             return node_refusal
         per_ns = self.limits.max_evictions_per_namespace
         if per_ns is not None and self.per_namespace[pod.namespace] >= per_ns:
             return Refusal(code=MAX_EVICTIONS_PER_NAMESPACE, subject=pod.namespace, facts={"limit": per_ns})
-        return (self.workload_refusal(pod) if workload_limits else None) or self.pdb_refusal(pod)
+        return (self.workload_refusal(pod) if workload_limits else None) or self.pdb_refusal(pod, surge=surge)
 
     def workload_refusal(self, pod: Pod) -> Refusal | None:
         """Why the migration controller would hold one more move of this pod's workload back now
@@ -209,7 +210,7 @@ class EvictionBudget:
             ) or migration_limits.workload_limits(workload, pod.key, moves, self.migration, self.snapshot.now)
         return self._answers[key]
 
-    def pdb_refusal(self, pod: Pod) -> Refusal | None:
+    def pdb_refusal(self, pod: Pod, *, surge: bool = False) -> Refusal | None:
         pdbs = self.snapshot.pdbs_for(pod)
         if len(pdbs) > 1:
             return Refusal(code=MULTIPLE_PDBS, facts={"names": ", ".join(sorted(p.name for p in pdbs))})
@@ -218,7 +219,8 @@ class EvictionBudget:
         pdb = pdbs[0]
         if pdb.observed_generation < pdb.generation:
             return Refusal(code=PDB_NOT_OBSERVED, subject=pdb.name)
-        left = pdb.disruptions_allowed - self.per_pdb[f"{pdb.namespace}/{pdb.name}"]
+        allowed = pdb.current_healthy + 1 - pdb.desired_healthy if surge else pdb.disruptions_allowed
+        left = allowed - self.per_pdb[f"{pdb.namespace}/{pdb.name}"]
         if left <= 0:
             return Refusal(code=PDB_EXHAUSTED, subject=pdb.name, facts={"allowed": pdb.disruptions_allowed})
         return None

@@ -464,7 +464,8 @@ def _relieve_node(
             over_names = ", ".join(r for j, r in enumerate(classified.resources) if over_now[j])
             _skip(result, pod, node, Refusal(code=NOT_OVER_RESOURCES, facts={"resources": over_names}))
             return False
-        refusal = ctx.budget.refusal(pod, node)
+        first = moves_first(pod, ctx.snapshot, ctx.policy.evictor)
+        refusal = ctx.budget.refusal(pod, node, surge=first)
         if refusal is not None:
             _skip(result, pod, node, refusal)
             return False
@@ -495,7 +496,7 @@ def _relieve_node(
                 strategy=LowNodeLoad.name,
                 source_node=node,
                 target_node=choice.node,
-                mode="MakeBeforeBreak" if moves_first(pod, ctx.snapshot, ctx.policy.evictor) else mode,
+                mode="MakeBeforeBreak" if first else mode,
                 reason=reason(),
                 usage=table.to_resources(load.usage, [r for r in classified.resources if r != "pods"] or None),
             )

@@ -1,0 +1,387 @@
+"""MakeBeforeBreak end to end on the simulated cluster (its Deployment controller rolls out as
+kube-controller-manager's does; tests/fakecluster/test_deployment_rollout.py): the only pod of a
+Deployment on a hot node is moved with a Ready pod at every moment, onto its Reservation's node; a
+replacement that never gets Ready leaves the pod and the Deployment as they were; a controller that
+restarts mid-move finishes it; and what an autoscaler, a GitOps tool and a budget change."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from descheduler.fakecluster.cluster import SimulatedCluster
+from descheduler.fakecluster.scenario import parse_scenario
+from descheduler.fakecluster.workloads import template_hash
+from descheduler.plan_cycle import plan_cycle
+from descheduler.policy import parse_policy
+from descheduler.rollout import LABEL_REPLACES
+from tests.migration.conftest import NS, POLICY, T0, Harness, node, pdb
+
+DEPLOYMENT = "deployments.apps"
+POD_UID = "uid-pod-solo"
+
+
+def _template(readiness_gate: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "solo",
+                "image": "example.com/solo:1",
+                "resources": {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+            }
+        ]
+    }
+    if readiness_gate:
+        # Nothing sets this condition: a pod made from the template is never Ready (the pod already
+        # running was made Ready before the gate was there).
+        spec["readinessGates"] = [{"conditionType": "example.com/never"}]
+    return {"metadata": {"labels": {"app": "solo"}}, "spec": spec}
+
+
+def objects(strategy: dict[str, Any] | None = None, readiness_gate: bool = False) -> list[dict[str, Any]]:
+    """node-a runs only solo (one replica) at about 70% cpu: hot; node-b…d are idle and twice its size."""
+    template = _template(readiness_gate)
+    hashed = template_hash(template)
+    rs_template = copy.deepcopy(template)
+    rs_template["metadata"]["labels"]["pod-template-hash"] = hashed
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "solo", "namespace": NS, "uid": "uid-deploy-solo", "generation": 1},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "solo"}},
+            "template": template,
+            **({"strategy": strategy} if strategy else {}),
+        },
+        "status": {
+            "observedGeneration": 1,
+            "replicas": 1,
+            "updatedReplicas": 1,
+            "readyReplicas": 1,
+            "availableReplicas": 1,
+        },
+    }
+    replicaset = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": f"solo-{hashed}",
+            "namespace": NS,
+            "uid": "uid-rs-solo",
+            "labels": rs_template["metadata"]["labels"],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": "solo",
+                    "uid": "uid-deploy-solo",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "solo", "pod-template-hash": hashed}},
+            "template": rs_template,
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"solo-{hashed}-aaaaa",
+            "namespace": NS,
+            "uid": POD_UID,
+            "labels": dict(rs_template["metadata"]["labels"]),
+            "creationTimestamp": "2026-01-15T10:00:00Z",
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"solo-{hashed}",
+                    "uid": "uid-rs-solo",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {**copy.deepcopy(template["spec"]), "nodeName": "node-a"},
+        "status": {
+            "phase": "Running",
+            "startTime": "2026-01-15T10:00:00Z",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "ContainersReady", "status": "True"},
+                {"type": "Ready", "status": "True"},
+                *([{"type": "example.com/never", "status": "True"}] if readiness_gate else []),
+            ],
+        },
+    }
+    return [
+        node("node-a"),
+        *(node(n, cpu="16") for n in ("node-b", "node-c", "node-d")),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        deployment,
+        replicaset,
+        pod,
+    ]
+
+
+def cluster(objs: list[dict[str, Any]]) -> SimulatedCluster:
+    scenario = parse_scenario(
+        {
+            "apiVersion": "descheduler.dev/v1alpha1",
+            "kind": "Scenario",
+            "start": T0,
+            "seed": 1,
+            "snapshot": objs,
+            "usage": {
+                "default": {"cpu": {"fraction": 0.1}, "memory": {"fraction": 0.3}},
+                "pods": [{"selector": {"matchLabels": {"app": "solo"}}, "cpu": {"fraction": 2.5}}],
+            },
+            # The replacement is Ready 5 s after it starts: the old pod must outlive that.
+            "timing": {"reportIntervalSeconds": 15, "startDelaySeconds": 1, "readyDelaySeconds": 5},
+        }
+    )
+    simulated = SimulatedCluster(scenario, start=T0).start()
+    simulated.advance(16)
+    return simulated
+
+
+def policy(make_before_break: bool = True, ttl: str = "2m") -> Any:
+    text = POLICY.format(ttl=ttl, eviction_policy="Eviction", bucket=1, extra="")
+    switch = "true" if make_before_break else "false"
+    return parse_policy(
+        text.replace(
+            "evictor: {minReplicas: 2}", f"evictor: {{minReplicas: 2, makeBeforeBreak: {{enabled: {switch}}}}}"
+        )
+    )
+
+
+@pytest.fixture
+def harness() -> Any:
+    made: list[Harness] = []
+
+    def make(objs: list[dict[str, Any]] | None = None, **policy_args: Any) -> Harness:
+        h = Harness(cluster(objs or objects()), policy(**policy_args))
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.api.close()
+        h.cluster.stop()
+
+
+def solo_pods(h: Harness) -> list[dict[str, Any]]:
+    return h.active_pods("solo")
+
+
+def ready_solo(h: Harness) -> int:
+    return len(h.ready_pods("solo"))
+
+
+def plan_and_submit(h: Harness) -> str:
+    plan, _ = plan_cycle(h.snapshot(), h.policy)
+    assert [(m.pod.name, m.mode) for m in plan.migrations] == [(solo_pods(h)[0]["metadata"]["name"], "MakeBeforeBreak")]
+    [name] = h.submit(plan)
+    return name
+
+
+def run_sampling(h: Harness, name: str, seconds: float, controller: Any = None) -> list[int]:
+    """Drive the job to an end (or `seconds`), sampling the Ready solo pods after every step."""
+    samples: list[int] = []
+
+    def done() -> bool:
+        samples.append(ready_solo(h))
+        return h.phase(name) in ("Succeeded", "Failed", "Aborted")
+
+    h.run(controller or h.controller(), seconds, until=done, tick=0.5)
+    return samples
+
+
+def deployment(h: Harness) -> dict[str, Any]:
+    return h.cluster.store.get(DEPLOYMENT, "solo", NS)
+
+
+def test_without_make_before_break_the_only_pod_is_kept(harness: Any) -> None:
+    h = harness(make_before_break=False)
+    plan, _ = plan_cycle(h.snapshot(), h.policy)
+    assert plan.migrations == ()
+    assert any("minReplicas" in skip.reason for skip in plan.skipped)
+
+
+def test_the_only_pod_moves_with_a_ready_pod_at_every_moment(harness: Any) -> None:
+    h = harness()
+    old = solo_pods(h)[0]["metadata"]["name"]
+    name = plan_and_submit(h)
+    samples = run_sampling(h, name, 120)
+    job = h.job(name)
+    assert job["status"]["phase"] == "Succeeded", job["status"]
+    assert min(samples) >= 1, samples  # 0 unready moments
+    [new] = solo_pods(h)
+    assert new["metadata"]["name"] != old
+    assert new["spec"]["nodeName"] == job["status"]["targetNode"] != "node-a"
+    assert new["metadata"]["labels"][LABEL_REPLACES] == POD_UID
+    assert job["status"]["newPodRef"]["name"] == new["metadata"]["name"]
+    assert [c["type"] for c in job["status"]["conditions"]] == [
+        "ReservationCreated",
+        "ReservationScheduled",
+        "ReplacementStarted",
+        "ReplacementBound",
+        "ReplacementReady",
+        "Evicted",
+    ]
+    assert h.evictions() == 0  # the rollout removed the pod; nothing was evicted
+    assert deployment(h)["spec"]["replicas"] == 1  # replicas are never written
+    assert [e["reason"] for e in h.events("Pod", old)] == ["Descheduled"]
+
+
+def test_evict_first_leaves_the_workload_without_a_ready_pod_for_a_while(harness: Any) -> None:
+    """The baseline the mode removes: the same move as ReservationFirst (minReplicas 1)."""
+    h = harness(make_before_break=False)
+    h.policy = parse_policy(
+        POLICY.format(ttl="2m", eviction_policy="Eviction", bucket=1, extra="").replace(
+            "evictor: {minReplicas: 2}", "evictor: {minReplicas: 1}"
+        )
+    )
+    plan, _ = plan_cycle(h.snapshot(), h.policy)
+    assert [m.mode for m in plan.migrations] == ["ReservationFirst"]
+    [name] = h.submit(plan)
+    samples = run_sampling(h, name, 120)
+    assert h.phase(name) == "Succeeded"
+    assert samples.count(0) * 0.5 >= 5  # at least the replacement's ready delay without a Ready pod
+
+
+def test_a_replacement_that_never_gets_ready_leaves_everything_as_it_was(harness: Any) -> None:
+    h = harness(objects(readiness_gate=True), ttl="1m")
+    old = solo_pods(h)[0]
+    before = copy.deepcopy(deployment(h)["spec"]["template"])
+    name = plan_and_submit(h)
+    samples = run_sampling(h, name, 150)
+    job = h.job(name)
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Failed", "ReplacementNotReady"), job["status"]
+    assert "stays on node node-a" in job["status"]["message"]
+    assert min(samples) == 1
+    assert deployment(h)["spec"]["template"] == before  # the template as it was
+    h.cluster.advance(10)
+    [kept] = solo_pods(h)
+    assert kept["metadata"]["uid"] == old["metadata"]["uid"]  # the replacement is gone, the pod stays
+    assert not h.reservations()
+
+
+def test_a_controller_restarted_mid_move_finishes_it(harness: Any) -> None:
+    h = harness()
+    name = plan_and_submit(h)
+    first = h.controller()
+    h.run(
+        first,
+        30,
+        until=lambda: (
+            bool(h.job(name)["status"].get("conditions"))
+            and deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID
+        ),
+        tick=0.5,
+    )
+    assert any(c["type"] == "ReplacementStarted" for c in h.job(name)["status"]["conditions"])
+    samples = run_sampling(h, name, 120, controller=h.controller())  # a new instance: nothing in memory
+    assert h.phase(name) == "Succeeded"
+    assert min(samples) >= 1
+
+
+def test_a_rollout_started_but_not_recorded_is_adopted(harness: Any) -> None:
+    """A controller that labelled the template and stopped before writing ReplacementStarted: the next
+    one finds its label there and does not change the template again."""
+    h = harness()
+    name = plan_and_submit(h)
+    controller = h.controller()
+    h.cluster.server.faults.fail_next(1, path=r"/podmigrationjobs/[^/]+/status$", verb="update", status=500)
+    h.run(
+        controller,
+        30,
+        until=lambda: deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID,
+        tick=0.5,
+    )
+    generation = deployment(h)["metadata"]["generation"]
+    samples = run_sampling(h, name, 120, controller=h.controller())
+    assert h.phase(name) == "Succeeded", h.job(name)["status"]
+    assert deployment(h)["metadata"]["generation"] == generation
+    assert min(samples) >= 1
+
+
+def test_an_autoscaler_that_scaled_the_deployment_since_the_plan_fails_the_job_untouched(harness: Any) -> None:
+    h = harness()
+    name = plan_and_submit(h)
+    h.cluster.store.modify(DEPLOYMENT, "solo", NS, lambda d: d["spec"].update(replicas=2))
+    h.cluster.advance(5)
+    run_sampling(h, name, 30)
+    job = h.job(name)
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Failed", "NotSingleReplica")
+    assert LABEL_REPLACES not in deployment(h)["spec"]["template"]["metadata"]["labels"]
+
+
+def test_a_gitops_tool_that_reapplies_replicas_does_not_disturb_the_move(harness: Any) -> None:
+    """A tool that owns `replicas` writes 1 again and again: the move never changes it."""
+    h = harness()
+    name = plan_and_submit(h)
+    controller = h.controller()
+
+    def reapply() -> bool:
+        h.cluster.store.modify(DEPLOYMENT, "solo", NS, lambda d: d["spec"].update(replicas=1))
+        return h.phase(name) in ("Succeeded", "Failed", "Aborted")
+
+    h.run(controller, 120, until=reapply, tick=0.5)
+    assert h.phase(name) == "Succeeded"
+
+
+def test_a_gitops_tool_that_reverts_the_template_fails_the_job_and_keeps_the_pod(harness: Any) -> None:
+    """A tool that owns the whole template takes the label off mid-move: the Deployment rolls back to
+    the pod's ReplicaSet, and the job says so at its ttl instead of fighting."""
+    h = harness(objects(readiness_gate=True), ttl="1m")
+    old = solo_pods(h)[0]["metadata"]["uid"]
+    name = plan_and_submit(h)
+    controller = h.controller()
+    h.run(
+        controller,
+        30,
+        until=lambda: deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID,
+        tick=0.5,
+    )
+
+    def revert(d: dict[str, Any]) -> None:
+        del d["spec"]["template"]["metadata"]["labels"][LABEL_REPLACES]
+
+    h.cluster.store.modify(DEPLOYMENT, "solo", NS, revert)
+    samples = run_sampling(h, name, 120, controller=controller)
+    job = h.job(name)
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Failed", "RolloutChanged"), job["status"]
+    assert min(samples) == 1
+    h.cluster.advance(10)
+    assert [p["metadata"]["uid"] for p in solo_pods(h)] == [old]
+
+
+def test_a_budget_that_would_not_let_the_pod_go_holds_the_move(harness: Any) -> None:
+    """minAvailable 2 of a one-replica Deployment: even beside its Ready replacement the pod may not
+    go. The plan leaves it; a budget made after the plan holds the job until its ttl, untouched."""
+    h = harness([*objects(), pdb("solo", 2)])
+    plan, _ = plan_cycle(h.snapshot(), h.policy)
+    assert plan.migrations == ()
+    assert any("PodDisruptionBudget" in skip.reason for skip in plan.skipped), plan.skipped
+    h = harness(ttl="1m")
+    name = plan_and_submit(h)
+    h.cluster.store.create(pdb("solo", 2))
+    h.cluster.advance(2)
+    run_sampling(h, name, 90)
+    job = h.job(name)
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Aborted", "Timeout"), job["status"]
+    assert LABEL_REPLACES not in deployment(h)["spec"]["template"]["metadata"]["labels"]
+
+
+def test_a_budget_of_one_lets_the_move_through(harness: Any) -> None:
+    h = harness([*objects(), pdb("solo", 1)])
+    name = plan_and_submit(h)
+    samples = run_sampling(h, name, 120)
+    assert h.phase(name) == "Succeeded", h.job(name)["status"]
+    assert min(samples) >= 1
