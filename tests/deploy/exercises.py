@@ -221,6 +221,23 @@ def migration_reservation_expiry(scratch: Path) -> set[Access]:
         return harness.cluster.server.accesses.accesses()
 
 
+def migration_make_before_break(scratch: Path) -> set[Access]:
+    """A single-replica Deployment's pod moved by a rollout: its ReplicaSet and Deployment read, the
+    Deployment written with the move's template label."""
+    from descheduler.plan_cycle import plan_cycle
+    from tests.migration.conftest import Harness
+    from tests.migration.test_make_before_break import cluster, objects, policy
+
+    harness = Harness(cluster(objects()), policy(retention="1m"))
+    try:
+        plan, _ = plan_cycle(harness.snapshot(), harness.policy)
+        _finish(harness, harness.submit(plan), {"Succeeded", "Failed", "Aborted"})
+        return harness.cluster.server.accesses.accesses()
+    finally:
+        harness.api.close()
+        harness.cluster.stop()
+
+
 def migration_evict_directly(scratch: Path) -> set[Access]:
     """QuotaReclaim's mode: no Reservation, straight to the Eviction."""
     with migration_harness() as (harness, terminal):
@@ -442,6 +459,11 @@ EXERCISES: tuple[Exercise, ...] = (
         extender_scheduler_side,
         service_account=(NAMESPACE, "descheduler-extender"),
         target=DEPLOY / "overlays" / "with-scheduler",
+    ),
+    Exercise(
+        "migration-make-before-break",
+        "descheduler/migration: a MakeBeforeBreak move (the Deployment's rollout)",
+        migration_make_before_break,
     ),
     Exercise(
         "migration-reservation-expiry",

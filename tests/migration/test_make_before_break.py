@@ -150,8 +150,8 @@ def cluster(objs: list[dict[str, Any]]) -> SimulatedCluster:
     return simulated
 
 
-def policy(make_before_break: bool = True, ttl: str = "2m") -> Any:
-    text = POLICY.format(ttl=ttl, eviction_policy="Eviction", bucket=1, extra="")
+def policy(make_before_break: bool = True, ttl: str = "2m", retention: str = "1h") -> Any:
+    text = POLICY.format(ttl=ttl, eviction_policy="Eviction", bucket=1, extra=f"  jobRetention: {retention}\n")
     switch = "true" if make_before_break else "false"
     return parse_policy(
         text.replace(
