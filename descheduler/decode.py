@@ -358,6 +358,7 @@ class RawReservationSpec(_Raw):
     resources: ResourceList | None = None
     owners: list[RawReservationOwner] | None = None
     replaces: RawPodRef | None = None
+    replacement_first: bool = False
     ttl: str | int | None = None
 
 
@@ -1085,6 +1086,7 @@ def reservation_from_raw(raw: RawReservation) -> Reservation:
         phase=raw.status.phase,
         consumed_by=raw.status.consumed_by,
         replaces=PodRef(namespace=replaced.namespace, name=replaced.name, uid=replaced.uid) if replaced else None,
+        replacement_first=raw.spec.replacement_first,
         expires=_expires(raw.metadata.creation_timestamp, raw.spec.ttl),
     )
 

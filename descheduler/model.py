@@ -312,6 +312,7 @@ class Reservation(msgspec.Struct, frozen=True, kw_only=True):
     phase: str = "Pending"
     consumed_by: str = ""
     replaces: PodRef | None = None  # the moved pod whose replacement the room is for
+    replacement_first: bool = False  # MakeBeforeBreak: the replacement starts while that pod runs
     expires: datetime | None = None  # creation + spec.ttl: unconsumed room is released then
 
     @property

@@ -304,6 +304,11 @@ class ReservationSpec(ApiModel):
         description="the moved pod: owner pods may take the room only once it is leaving or gone, so a room "
         "waiting for its eviction does not draw another move's replacement",
     )
+    replacement_first: bool = Field(
+        False,
+        description="the replacement starts while the moved pod still runs (MakeBeforeBreak): owner pods, which "
+        "match this move alone, may take the room at once",
+    )
 
 
 class ReservationStatus(ApiModel):

@@ -64,15 +64,14 @@ def reservation_body(
     """Room on `node` for the replacement of `pod`: its requests, its controller as owner, its
     scheduling constraints, for what is left of the job's TTL."""
     spec = raw_pod.get("spec") or {}
-    replaces: PodReference | None = PodReference(namespace=pod.namespace, name=pod.name, uid=pod.uid)
-    if job.spec.mode == "MakeBeforeBreak":
+    first = job.spec.mode == "MakeBeforeBreak"
+    if first:
         # The rollout's new pod: a ReplicaSet not made yet, so matched by the label the rollout puts on
         # it. It may take the room at once: the moved pod goes only after it is Ready.
         owner = ReservationOwner(
             controller=ControllerReference(api_version="apps/v1", kind="ReplicaSet", namespace=pod.namespace),
             label_selector={"matchLabels": {LABEL_REPLACES: pod.uid}},
         )
-        replaces = None
     elif pod.owner is not None:
         refs = (raw_pod.get("metadata") or {}).get("ownerReferences") or []
         api_version = next((str(r.get("apiVersion") or "") for r in refs if r.get("uid") == pod.owner.uid), "")
@@ -101,7 +100,13 @@ def reservation_body(
         scheduler_name=str(spec.get("schedulerName") or ""),
     )
     body = ReservationSpec(
-        node_name=node, resources=resources, owners=[owner], template=template, ttl=ttl, replaces=replaces
+        node_name=node,
+        resources=resources,
+        owners=[owner],
+        template=template,
+        ttl=ttl,
+        replaces=PodReference(namespace=pod.namespace, name=pod.name, uid=pod.uid),
+        replacement_first=first,
     )
     meta: dict[str, Any] = {
         "name": reservation_name(job),

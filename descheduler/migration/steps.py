@@ -666,7 +666,8 @@ def replacement_started(job: PodMigrationJob, deployment: str, now: datetime) ->
 
 def pod_replaced(job: PodMigrationJob, why: str, now: datetime) -> Transition:
     """The rollout removed the pod after its replacement was Ready: the move is done."""
-    message = f"{why}; replacement {_new_pod(job)} is Ready on node {job.status.target_node}"
+    ready = job.status.condition("ReplacementReady")
+    message = f"{why}; " + (ready.message if ready is not None else f"replacement {_new_pod(job)} is Ready")
     status = with_condition(job.status, "Evicted", now, reason="Replaced", message=why)
     return Transition("Succeeded", "Succeeded", message, status)
 

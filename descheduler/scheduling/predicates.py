@@ -160,9 +160,10 @@ def owned_reservations(pod: Pod, view: ClusterView) -> list[Reservation]:
 
 def claimable(reservation: Reservation, table: NodeTable) -> bool:
     """Owner pods may take the room once the pod it was made for is leaving or gone (migration.md §3):
-    until then the workload's next pod is another move's replacement, and the room is not its."""
+    until then the workload's next pod is another move's replacement, and the room is not its. A
+    MakeBeforeBreak room is taken at once: its owner matches that move's replacement alone."""
     replaced = reservation.replaces
-    return replaced is None or not replaced.uid or not table.running(replaced.uid)
+    return replaced is None or not replaced.uid or reservation.replacement_first or not table.running(replaced.uid)
 
 
 def owned_reserved(pod: Pod, node_name: str, view: ClusterView) -> IntArray:

@@ -92,8 +92,14 @@ def count_move_target(arrays: LoadArrays, row: int, load: PodLoad, sign: int) ->
 
 
 def covered_by_reservation(target: str, pod: Pod, reservations: Iterable[Reservation]) -> bool:
-    """Whether a Reservation of the moved pod on `target` stands in for it there."""
-    return any(r.holds_room and r.node_name == target and r.owned_by(pod) for r in reservations)
+    """Whether a Reservation of the moved pod on `target` stands in for it there: one made for it, or
+    one its workload's next pod would take."""
+    return any(
+        r.holds_room
+        and r.node_name == target
+        and ((r.replaces is not None and r.replaces.uid == pod.uid) or r.owned_by(pod))
+        for r in reservations
+    )
 
 
 SHAPED_LOADS = 4096  # loads kept per pod shape (requests, limits, prod) for pods outside the snapshot

@@ -596,9 +596,9 @@ class PolicyTimings:
     low: int = 45
 
 
-def controller_policy(run: str, namespace: str, timings: PolicyTimings, migration: str = "") -> str:
+def controller_policy(run: str, namespace: str, timings: PolicyTimings, migration: str = "", evictor: str = "") -> str:
     """The controller's policy for the nodes labelled with `run` and the pods of `namespace`;
-    `migration`: more lines under `migration:` (indented by two)."""
+    `migration` and `evictor`: more lines under `migration:` and `evictor:` (indented by two)."""
     t = timings
     return f"""\
 apiVersion: descheduler.dev/v1alpha1
@@ -608,7 +608,7 @@ loadSource: {{type: nodeMetric}}
 nodeSelector: {{matchLabels: {{{RUN_LABEL}: "{run}"}}}}
 evictor:
   namespaces: {{include: ["{namespace}"]}}
-strategies:
+{evictor}strategies:
   - name: LowNodeLoad
     args:
       lowThresholds: {{cpu: {t.low}, memory: 55}}

@@ -223,6 +223,8 @@ class KubeletStandIn:
         self.nodes = frozenset(nodes)
         self.start_delay = start_delay
         self.stop_delay = stop_delay
+        # Nodes whose pods run but never get Ready (a readiness probe that keeps failing there).
+        self.unready: set[str] = set()
         self.started: set[str] = set()  # pod UIDs reported Running
         self.finished: set[str] = set()  # pod UIDs whose deletion was finished here
         self._seen: set[str] = set()  # UIDs with an action queued
@@ -271,8 +273,9 @@ class KubeletStandIn:
         now = rfc3339()
         ip = next(self._ips)
         containers = (pod.get("spec") or {}).get("containers") or []
-        # Ready only when every readiness gate's condition is True, as a kubelet reports it.
-        ready = "True" if gates_pass(pod) else "False"
+        # Ready only when every readiness gate's condition is True, as a kubelet reports it, and not on
+        # the nodes told to keep their pods unready.
+        ready = "True" if gates_pass(pod) and (pod.get("spec") or {}).get("nodeName") not in self.unready else "False"
         conditions = [
             {"type": kind, "status": ready if kind == "Ready" else "True", "lastTransitionTime": now}
             for kind in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled")

@@ -63,7 +63,7 @@ from moves_support import (
     wait_until,
 )
 from realcluster_support import create
-from standin import KubeletStandIn, LoadPublisher
+from standin import KubeletStandIn, LoadPublisher, ObjectWatch
 
 from descheduler.extender.lease import RENEW_PERIOD
 from descheduler.fakecluster.usage import UsageSpec
@@ -100,8 +100,9 @@ def needed_moves(pods_per_node: list[int]) -> int:
     return sum(max(0, math.ceil(n - room / per_pod)) for n in pods_per_node)
 
 
-def policy_text(run: str, namespace: str, migration: str = "") -> str:
-    return controller_policy(run, namespace, PolicyTimings(INTERVAL, TTL, COOLDOWN, PER_WINDOW, HIGH, LOW), migration)
+def policy_text(run: str, namespace: str, migration: str = "", evictor: str = "", ttl: float = TTL) -> str:
+    timings = PolicyTimings(INTERVAL, ttl, COOLDOWN, PER_WINDOW, HIGH, LOW)
+    return controller_policy(run, namespace, timings, migration, evictor)
 
 
 EXTENDER_POLICY = """\
@@ -196,6 +197,7 @@ class Stage:
     # Deployments placed on the cool nodes alone, calm: they fill the cool nodes' requests, so that a
     # scheduler that scores by requests prefers the hot source.
     ballast: dict[str, int] = field(default_factory=dict)
+    cpu_m: int = CPU_REQUEST_M  # each workload pod's cpu request
     standin: KubeletStandIn | None = None
     publisher: LoadPublisher | None = None
     recorder: MoveRecorder | None = None
@@ -243,7 +245,7 @@ def prepare(stage: Stage, components: Components, scheduler_name: str | None) ->
             "the extender's state rebuilt with the new nodes",
             extender.tail,
         )
-    place(stage.workloads, CPU_REQUEST_M)
+    place(stage.workloads, stage.cpu_m)
     per_node: dict[str, int] = {}
     for pod in list_pods(kube, namespace):
         per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 1
@@ -302,9 +304,11 @@ def start_controller(
     lease_namespace: str,
     lease_name: str | None = None,
     migration: str = "",
+    evictor: str = "",
+    ttl: float = TTL,
 ) -> OurProcess:
     policy = components.workdir / f"policy-{stage.run}.yaml"
-    policy.write_text(policy_text(stage.run, stage.namespace, migration))
+    policy.write_text(policy_text(stage.run, stage.namespace, migration, evictor, ttl))
     process = controller_process(
         components.workdir,
         kubeconfig,
@@ -317,7 +321,9 @@ def start_controller(
     return process.start()
 
 
-def start_installed_controller(stage: Stage, components: Components, identity: str, migration: str = "") -> OurProcess:
+def start_installed_controller(
+    stage: Stage, components: Components, identity: str, migration: str = "", evictor: str = "", ttl: float = TTL
+) -> OurProcess:
     """The controller as deploy/ runs it: its ServiceAccount's token, its Lease in the Roles' namespace."""
     return start_controller(
         stage,
@@ -327,6 +333,8 @@ def start_installed_controller(stage: Stage, components: Components, identity: s
         lease_namespace=installed.NAMESPACE,
         lease_name=installed.CONTROLLER_LEASE,
         migration=migration,
+        evictor=evictor,
+        ttl=ttl,
     )
 
 
@@ -953,3 +961,187 @@ def test_the_judge_sees_a_move_that_missed(events: list[Any], problem: str | Non
         assert problems == []
     else:
         assert any(problem in p for p in problems), problems
+
+
+# ---------------------------------------------------------------------------------- make-before-break
+
+SOLO_CPU_M = 1000  # two such pods at HOT_FACTOR make a node hot; one fits a cool node under HIGH
+READY_DELAY = 3.0  # seconds from a pod's binding to Ready (the stand-in's start delay)
+MAKE_BEFORE_BREAK = "  makeBeforeBreak: {enabled: true}\n"
+
+
+class ReadyTimeline:
+    """Every pod of the namespace as the watch reports it: per workload (label app), how many are
+    Ready and not terminating after each event, the fewest seen, and the seconds with none."""
+
+    def __init__(self, kube: KubeClient, namespace: str, apps: list[str]) -> None:
+        self.apps = apps
+        self.fewest = dict.fromkeys(apps, math.inf)
+        self.unready_seconds = dict.fromkeys(apps, 0.0)
+        self._pods: dict[str, tuple[str, bool]] = {}
+        self._none_since: dict[str, float] = {}
+        self._measuring = False
+        self._lock = threading.Lock()
+        self._watch = ObjectWatch(kube, f"/api/v1/namespaces/{namespace}/pods", self._on_pod, name="ready-timeline")
+
+    def start(self) -> ReadyTimeline:
+        self._watch.start()
+        wait_until(lambda: all(self.count(app) >= 1 for app in self.apps), SLACK * STARTUP, "every workload Ready")
+        with self._lock:
+            self._measuring = True
+        return self
+
+    def stop(self) -> None:
+        self._watch.stop()
+        now = time.monotonic()
+        with self._lock:
+            for app, since in self._none_since.items():
+                self.unready_seconds[app] += now - since
+
+    def count(self, app: str) -> int:
+        with self._lock:
+            return sum(1 for owner, up in self._pods.values() if owner == app and up)
+
+    def _on_pod(self, kind: str, pod: Any) -> None:
+        meta = pod["metadata"]
+        app = (meta.get("labels") or {}).get("app", "")
+        with self._lock:
+            if kind == "DELETED":
+                self._pods.pop(meta["uid"], None)
+            else:
+                self._pods[meta["uid"]] = (app, ready(pod) and not meta.get("deletionTimestamp"))
+            if not self._measuring or app not in self.fewest:
+                return
+            up = sum(1 for owner, is_up in self._pods.values() if owner == app and is_up)
+            self.fewest[app] = min(self.fewest[app], up)
+            now = time.monotonic()
+            if up == 0:
+                self._none_since.setdefault(app, now)
+            elif app in self._none_since:
+                self.unready_seconds[app] += now - self._none_since.pop(app)
+
+
+def _solo_stage(stage: Stage, components: Components) -> ReadyTimeline:
+    """Two single-replica Deployments on one hot node, two cool nodes; replacements Ready READY_DELAY
+    seconds after they are bound."""
+    stage.hot_nodes = node_names(stage.run, "hot", 1)
+    stage.cool_nodes = node_names(stage.run, "cool", 2)
+    stage.workloads = {"solo-a": 1, "solo-b": 1}
+    stage.cpu_m = SOLO_CPU_M
+    prepare(stage, components, LOAD_AWARE_SCHEDULER)
+    assert stage.standin is not None
+    stage.standin.start_delay = READY_DELAY
+    return ReadyTimeline(stage.kube, stage.namespace, list(stage.workloads)).start()
+
+
+def _has_condition(job: Any, kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True" for c in (job.get("status") or {}).get("conditions") or ()
+    )
+
+
+def _deployment_labels(stage: Stage, name: str) -> dict[str, str]:
+    found = stage.kube.get_json(f"/apis/apps/v1/namespaces/{stage.namespace}/deployments/{name}")
+    return cast(dict[str, str], found["spec"]["template"]["metadata"]["labels"])
+
+
+def test_make_before_break_moves_a_single_replica_deployment_with_a_ready_pod_throughout(
+    components: Components, stage: Stage
+) -> None:
+    """The only pod of each Deployment is moved by its rollout onto its Reservation's node: 0 seconds
+    without a Ready pod, measured from the watch, across a controller SIGKILLed mid-move; no eviction;
+    the hot node cool; every call the controller made allowed by deploy/'s RBAC."""
+    timeline = _solo_stage(stage, components)
+    recorder = stage.recorder
+    assert recorder is not None
+    first = start_installed_controller(stage, components, f"controller-{stage.run}-0", evictor=MAKE_BEFORE_BREAK)
+    try:
+        wait_leader(first)
+        started = lambda: any(_has_condition(j, "ReplacementStarted") for j in recorder.job_list())  # noqa: E731
+        wait_until(started, SLACK * (STARTUP + TTL), "a rollout started", first.tail)
+    finally:
+        first.kill()
+    second = start_installed_controller(stage, components, f"controller-{stage.run}-1", evictor=MAKE_BEFORE_BREAK)
+    try:
+        took = run_until_settled(stage, second, 2)
+    finally:
+        timeline.stop()
+    jobs = recorder.job_list()
+    print(
+        f"\nmake-before-break: {[summary(j) for j in jobs]}; unready seconds {timeline.unready_seconds} ({took:.0f}s)"
+    )
+    assert jobs and {phase(j) for j in jobs} == {"Succeeded"}, (
+        [summary(j) for j in jobs],
+        components.extender.tail(80),
+    )
+    assert {j["spec"]["mode"] for j in jobs} == {"MakeBeforeBreak"}
+    assert timeline.unready_seconds == dict.fromkeys(stage.workloads, 0.0)
+    assert all(fewest >= 1 for fewest in timeline.fewest.values()), timeline.fewest
+    pods = {p["metadata"]["name"]: p for p in list_pods(stage.kube, stage.namespace)}
+    for job in jobs:
+        new = pods[job["status"]["newPodRef"]["name"]]
+        assert new["spec"]["nodeName"] == job["status"]["targetNode"] in stage.cool_nodes, (
+            job["status"]["conditions"],
+            [(r.name, r.phases, r.consumed_by) for r in recorder.reservations.values()],
+        )
+        assert ready(new)
+    assert (second.metric("descheduler_evictions_total", result="success") or 0.0) == 0.0
+    check_permissions(components, {installed.CONTROLLER: second})
+
+
+def test_evict_first_leaves_a_single_replica_deployment_without_a_ready_pod(
+    components: Components, stage: Stage
+) -> None:
+    """The baseline make-before-break removes: the same moves evicting first (minReplicas 1) leave
+    each moved Deployment without a Ready pod until its replacement is Ready."""
+    timeline = _solo_stage(stage, components)
+    controller = start_installed_controller(stage, components, f"controller-{stage.run}", evictor="  minReplicas: 1\n")
+    try:
+        run_until_settled(stage, controller, 2)
+    finally:
+        timeline.stop()
+    assert stage.recorder is not None
+    jobs = stage.recorder.job_list()
+    moved = {j["status"]["workload"]["name"].rsplit("-", 1)[0] for j in jobs if phase(j) == "Succeeded"}
+    print(f"\nevict-first: unready seconds {timeline.unready_seconds}, moved {moved}")
+    assert moved and {j["spec"]["mode"] for j in jobs} == {"ReservationFirst"}
+    assert all(timeline.unready_seconds[app] >= READY_DELAY * 0.5 for app in moved), timeline.unready_seconds
+
+
+def test_make_before_break_whose_replacement_never_gets_ready_leaves_the_deployment_as_it_was(
+    components: Components, stage: Stage
+) -> None:
+    """Pods on the cool nodes never get Ready: at its ttl the job puts the template back, fails
+    with the reason, and the old pod stays Ready throughout; the rollout's pod is removed."""
+    timeline = _solo_stage(stage, components)
+    assert stage.standin is not None and stage.recorder is not None
+    stage.standin.unready = set(stage.cool_nodes)
+    before = list_pods(stage.kube, stage.namespace)
+    templates = {name: _deployment_labels(stage, name) for name in stage.workloads}
+    recorder = stage.recorder
+    ttl = 20.0
+    controller = start_installed_controller(
+        stage, components, f"controller-{stage.run}", evictor=MAKE_BEFORE_BREAK, ttl=ttl
+    )
+    try:
+        wait_leader(controller)
+        failed = lambda: any(phase(j) == "Failed" for j in recorder.job_list())  # noqa: E731
+        wait_until(failed, SLACK * (STARTUP + 2 * ttl), "a job failed at its ttl", controller.tail)
+    finally:
+        controller.stop()
+    job = next(j for j in recorder.job_list() if phase(j) == "Failed")
+    assert job["status"]["reason"] == "ReplacementNotReady", summary(job)
+    app = job["status"]["workload"]["name"].rsplit("-", 1)[0]
+    assert _deployment_labels(stage, app) == templates[app]
+
+    old = {p["metadata"]["uid"] for p in before if p["metadata"]["labels"]["app"] == app}
+
+    def only_the_old_pod() -> bool:
+        pods = list_pods(stage.kube, stage.namespace)
+        return {p["metadata"]["uid"] for p in pods if p["metadata"]["labels"]["app"] == app} == old
+
+    wait_until(
+        only_the_old_pod, SLACK * STARTUP, "the rollout's pod removed", lambda: pods_report(stage.kube, stage.namespace)
+    )
+    timeline.stop()
+    assert timeline.unready_seconds == dict.fromkeys(stage.workloads, 0.0)
