@@ -25,7 +25,9 @@ minutes), the worst node's p99 usage (per node, the 99th percentile over the day
 share of allocatable on the more loaded of cpu and memory; the largest over nodes), evictions,
 ping-pong (testing.md: a replacement lands on a node above its high threshold at the next cycle; also a
 replacement moved again within FLAP_SECONDS, a move that did not last), failed or aborted moves,
-workloads moved more than once (at any time: bursty usage can make a later move right), and moves ÷ the
+workloads moved more than once (at any time: bursty usage can make a later move right), unready
+pod-seconds per move (from the eviction until the replacement is Ready: the time its workload is a
+Ready pod short; 0 for a move whose replacement is Ready before the pod goes), and moves ÷ the
 hindsight minimum.
 
 Where a contender's hot-node-minutes come from: its hot spells (a node above high from one sample to the
@@ -69,6 +71,7 @@ from benchmarks.baseline import use_spread_scheduler
 from descheduler.controller.cycle import CycleResult
 from descheduler.controller.logs import configure_logging
 from descheduler.eligibility import eviction_refusal
+from descheduler.fakecluster.pods import is_ready
 from descheduler.fakecluster.scenario import LoadedScenario, Timing
 from descheduler.policy import Policy, parse_policy
 from descheduler.quantity import to_units
@@ -410,6 +413,7 @@ class SeenPod:
     owner: str
     created: float
     bound: float  # seconds since the run began, when first seen bound
+    ready: float | None = None  # when first seen Ready (None: not yet)
 
 
 # Every job that evicted: (name, job, evicted at, its replacement as first seen bound, or None)
@@ -478,6 +482,7 @@ class QualitySimulation(Simulation):
         self.samples: list[tuple[float, frozenset[str]]] = []
         self.peaks: list[np.ndarray] = []  # per sample: each node's usage share, the larger of cpu and memory
         self.seen: dict[str, SeenPod] = {}
+        self._not_ready: set[str] = set()  # seen pods not yet seen Ready
         overhead = scenario.scenario.usage.overhead_units()
         self._overhead = (overhead.get("cpu", 0), overhead.get("memory", 0))
         self._nodes: list[str] = []
@@ -507,10 +512,14 @@ class QualitySimulation(Simulation):
         self.peaks.append(np.max(used / self._alloc, axis=1))
 
     def _see_pods(self, elapsed: float) -> None:
-        """Where every pod was first bound, and when (every step: a replacement's node is found by it)."""
+        """Where every pod was first bound, and when, and when it was first Ready (every step: a
+        replacement's node is found by it)."""
         for pod in self.cluster.store.list("pods", shared=True):
             meta = pod["metadata"]
             node = (pod.get("spec") or {}).get("nodeName")
+            if meta.get("uid") in self._not_ready and is_ready(pod):
+                self.seen[meta["uid"]].ready = elapsed
+                self._not_ready.discard(meta["uid"])
             if not node or meta.get("uid") in self.seen:
                 continue
             owner = next((r.get("uid", "") for r in meta.get("ownerReferences") or [] if r.get("controller")), "")
@@ -518,6 +527,10 @@ class QualitySimulation(Simulation):
             self.seen[meta["uid"]] = SeenPod(
                 f"{meta['namespace']}/{meta['name']}", node, owner, created if created is not None else 0.0, elapsed
             )
+            if is_ready(pod):
+                self.seen[meta["uid"]].ready = elapsed
+            else:
+                self._not_ready.add(meta["uid"])
 
     def hot_at(self, seconds: float) -> frozenset[str]:
         return HotSets(self.samples).at(seconds)
@@ -568,6 +581,16 @@ class QualitySimulation(Simulation):
             if not out or hours - out[-1][0] >= every_seconds / 3600 - 1e-9 or len(hot) != out[-1][1]:
                 out.append((round(hours, 3), len(hot)))
         return out
+
+    def unready_seconds(self, moves: Replacements) -> list[float]:
+        """Per move whose replacement was seen Ready: the seconds its workload was a Ready pod short,
+        from the eviction (for a MakeBeforeBreak move, when the rollout removed the pod) until the
+        replacement was Ready: 0 when the replacement was Ready first."""
+        return [
+            max(0.0, seen.ready - evicted)
+            for _, _, evicted, seen in moves
+            if seen is not None and seen.ready is not None
+        ]
 
     def moved_more_than_once(self) -> int:
         """Workloads whose pods were evicted more than once in the scored span."""
@@ -784,6 +807,7 @@ def run_one(
         "pingPong": len(ping_pong),
         "pingPongDetails": ping_pong[:10],
         "movedMoreThanOnce": simulation.moved_more_than_once(),
+        "unreadyPodSecondsPerMove": _mean(simulation.unready_seconds(moves)),
         "hotNodeMinutes": simulation.hot_node_minutes(),
         "peakHotNodes": max((len(h) for _, h in samples), default=0),
         "hotSpells": len(spells),
@@ -802,6 +826,10 @@ def run_one(
         out["minimum"] = record.minimum.solve()
         out["hotSets"] = simulation.samples  # for the other runs' move_causes; not kept in the results
     return out
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(sum(values) / len(values), 1) if values else None
 
 
 def _keys(only: Sequence[str]) -> list[str]:
@@ -911,11 +939,12 @@ def grouped(runs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
         "failedOrAborted",
         "movedMoreThanOnce",
         "worstP99",
+        "unreadyPodSecondsPerMove",
     )
     out = dict(members[0])
     out["ranges"] = {}
     for figure in figures:
-        if any(figure not in run for run in members):  # a figure runs of an older version lack
+        if any(run.get(figure) is None for run in members):  # a figure runs of an older version lack (or none)
             continue
         values = sorted(run[figure] for run in members)
         out[figure] = float(np.median(values))
@@ -1226,6 +1255,9 @@ def _row(scenario_label: str, label: str, run: dict[str, Any], off: bool = False
         figure("pingPong", lambda v: f"{v:g}"),
         figure("failedOrAborted", lambda v: f"{v:g}"),
         figure("movedMoreThanOnce", lambda v: f"{v:g}"),
+        "—"
+        if off or run.get("unreadyPodSecondsPerMove") is None
+        else figure("unreadyPodSecondsPerMove", lambda v: f"{v:.0f}"),
         "—" if off else str(run["limitViolations"]),
     ]
 
@@ -1241,6 +1273,7 @@ HEADER = [
     "ping-pong",
     "failed/aborted",
     "moved > once",
+    "unready pod-s / move",
     "limit violations",
 ]
 

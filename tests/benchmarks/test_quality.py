@@ -409,6 +409,9 @@ def test_a_smoke_sized_run_of_every_contender(family: str, tmp_path: Path) -> No
         assert run["limitViolations"] == 0 and run["orphanReservations"] == 0, (key, run)
         assert 0 <= run["hotNodeMinutes"] <= 60 * scenario["nodes"]
         assert 0 < run["worstP99"] < 5, (key, run["worstP99"])
+        # Every contender evicts first: a moved pod's workload is a Ready pod short until its replacement is.
+        assert run["unreadyPodSecondsPerMove"] is None or run["unreadyPodSecondsPerMove"] > 0, (key, run)
+    assert any(run["unreadyPodSecondsPerMove"] for run in scenario["runs"].values())
     assert scenario["runs"]["off"]["evictions"] == 0
     assert scenario["runs"]["off"]["minimum"]["cycles"] == 6
     scenario["missed"] = verdict(scenario)
