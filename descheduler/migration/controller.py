@@ -48,7 +48,7 @@ from descheduler.migration.objects import (
     parse_reservation,
 )
 from descheduler.migration.pass_reads import JobHandle, PassReads
-from descheduler.migration.presence import Route, SchedulerPresence
+from descheduler.migration.presence import Route, SchedulerPresence, never_without
 from descheduler.migration.records import owner_uid, reservation_body, reservation_name
 from descheduler.migration.steering import SourceSteering
 from descheduler.migration.steps import Elsewhere, GoWithoutReservation, Hold, Record, ReserveAgain, Transition
@@ -392,10 +392,7 @@ class MigrationController:
         """Choose a node and create the Reservation on it (or move without one when no
         reservation-aware scheduler answers)."""
         job, pod = handle.job, fetched.pod
-        route = self._route(pod.scheduler_name, reads)
-        if route.way == "Without" and job.spec.mode == "MakeBeforeBreak":
-            # Its replacement starts beside the pod: without a Reservation nothing would steer it.
-            route = Route("Wait", f"{route.why}; a MakeBeforeBreak move needs a reservation-aware scheduler")
+        route = self._route(pod.scheduler_name, reads, job.spec.mode)
         if route.way == "Wait":
             return self._apply(handle, steps.awaiting_scheduler(job, route.why, reads.now), reads)
         if route.way == "Without":
@@ -423,11 +420,12 @@ class MigrationController:
         placement.hold(pod, target.node)
         return self._apply(handle, steps.reserved(job, name, target.node, target.why, reads.now), reads)
 
-    def _route(self, scheduler_name: str, reads: PassReads) -> Route:
+    def _route(self, scheduler_name: str, reads: PassReads, mode: str = "ReservationFirst") -> Route:
         """How the move of a pod with this schedulerName goes (without `presence`: a Reservation)."""
         if self.presence is None:
             return Route("Reservation", "")
-        return self.presence.route(scheduler_name, reads.now, reads.policy.migration.reservation_scheduler)
+        route = self.presence.route(scheduler_name, reads.now, reads.policy.migration.reservation_scheduler)
+        return never_without(route, mode)
 
     def _reservation_of(self, handle: JobHandle) -> tuple[str, Reservation | None]:
         """The job's Reservation, read now: its name, and the object (None when there is none)."""
@@ -440,8 +438,8 @@ class MigrationController:
         name, reservation = self._reservation_of(handle)
         route = Route("Reservation", "")
         if reservation is not None and reservation.holds_room and reservation.status.phase != "Available":
-            route = self._route(reservation.spec.template.scheduler_name, reads)
-        absent = route.why if route.way == "Without" and handle.job.spec.mode != "MakeBeforeBreak" else ""
+            route = self._route(reservation.spec.template.scheduler_name, reads, handle.job.spec.mode)
+        absent = route.why if route.way == "Without" else ""
         outcome = steps.acknowledgement(handle.job, name, reservation, absent, reads.now, route.cause)
         return self._apply(handle, outcome, reads)
 

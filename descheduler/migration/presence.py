@@ -277,6 +277,14 @@ def plan_routes(
     return annotate
 
 
+def never_without(route: Route, mode: str) -> Route:
+    """A MakeBeforeBreak move never goes without a Reservation: its replacement starts while the pod
+    runs, and nothing else would keep it off the source. Where another move would, it waits."""
+    if route.way == "Without" and mode == "MakeBeforeBreak":
+        return Route("Wait", f"{route.why}; a MakeBeforeBreak move needs a reservation-aware scheduler")
+    return route
+
+
 def with_landings(plan: Plan, snapshot: Snapshot, migration: MigrationArgs, route_of: Callable[[str], Route]) -> Plan:
     """The plan with each ReservationFirst move's landing (`Migration.landing`, from `route_of` its
     pod's schedulerName), and why in its warnings: one line per reason a move waits or goes without
@@ -292,7 +300,7 @@ def with_landings(plan: Plan, snapshot: Snapshot, migration: MigrationArgs, rout
         if str(m.pod) not in wanted:
             moves.append(m)
             continue
-        found = route_of(names.get(str(m.pod), ""))
+        found = never_without(route_of(names.get(str(m.pod), "")), m.mode)
         if found.way != "Reservation":
             counts[(found.way, found.why)] += 1
         moves.append(msgspec.structs.replace(m, landing=LANDING.get(found.way, steered)))

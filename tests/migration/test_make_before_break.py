@@ -14,6 +14,9 @@ import pytest
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.scenario import parse_scenario
 from descheduler.fakecluster.workloads import template_hash
+from descheduler.migration.api import MigrationApi
+from descheduler.migration.controller import MigrationController
+from descheduler.migration.presence import Route, SchedulerPresence, never_without
 from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import parse_policy
 from descheduler.rollout import LABEL_REPLACES
@@ -385,3 +388,34 @@ def test_a_budget_of_one_lets_the_move_through(harness: Any) -> None:
     samples = run_sampling(h, name, 120)
     assert h.phase(name) == "Succeeded", h.job(name)["status"]
     assert min(samples) >= 1
+
+
+def test_without_a_reservation_aware_scheduler_the_move_waits_and_ends_untouched(harness: Any) -> None:
+    """Where another move would evict without a Reservation (reservationScheduler Absent), a
+    MakeBeforeBreak move waits: nothing would keep its replacement off the source. At its ttl it is
+    Aborted with the pod and the Deployment as they were."""
+    h = harness(ttl="1m")
+    h.policy = parse_policy(
+        POLICY.format(
+            ttl="1m", eviction_policy="Eviction", bucket=1, extra="  reservationScheduler: {expect: Absent}\n"
+        ).replace("evictor: {minReplicas: 2}", "evictor: {minReplicas: 2, makeBeforeBreak: {enabled: true}}")
+    )
+    name = plan_and_submit(h)
+    controller = MigrationController(
+        h.api, lambda: h.policy, h.snapshot, h.now, h.recorder, presence=SchedulerPresence(MigrationApi(h.api))
+    )
+    samples = run_sampling(h, name, 90, controller=controller)
+    job = h.job(name)
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Aborted", "Timeout"), job["status"]
+    created = next(c for c in job["status"]["conditions"] if c["type"] == "ReservationCreated")
+    assert created["status"] == "False" and "needs a reservation-aware scheduler" in created["message"]
+    assert not h.reservations()
+    assert LABEL_REPLACES not in deployment(h)["spec"]["template"]["metadata"]["labels"]
+    assert min(samples) == 1 and h.evictions() == 0
+
+
+def test_never_without_turns_only_make_before_break_moves_into_waits() -> None:
+    route = Route("Without", "no Lease", "absent")
+    assert never_without(route, "MakeBeforeBreak").way == "Wait"
+    assert never_without(route, "ReservationFirst") == route
+    assert never_without(Route("Reservation", ""), "MakeBeforeBreak").way == "Reservation"
