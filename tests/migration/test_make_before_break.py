@@ -419,3 +419,24 @@ def test_never_without_turns_only_make_before_break_moves_into_waits() -> None:
     assert never_without(route, "MakeBeforeBreak").way == "Wait"
     assert never_without(route, "ReservationFirst") == route
     assert never_without(Route("Reservation", ""), "MakeBeforeBreak").way == "Reservation"
+
+
+def test_an_autoscaler_that_scales_up_mid_move_lets_the_rollout_finish(harness: Any) -> None:
+    """Scaled to two replicas once the rollout started: the rollout takes both new pods to Ready; the
+    move still ends when its own replacement is Ready on the target and the moved pod is gone."""
+    h = harness()
+    name = plan_and_submit(h)
+    controller = h.controller()
+    h.run(
+        controller,
+        30,
+        until=lambda: deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID,
+        tick=0.5,
+    )
+    h.cluster.store.modify(DEPLOYMENT, "solo", NS, lambda d: d["spec"].update(replicas=2))
+    samples = run_sampling(h, name, 120, controller=controller)
+    assert h.phase(name) == "Succeeded", h.job(name)["status"]
+    assert min(samples) >= 1
+    h.cluster.advance(20)
+    pods = solo_pods(h)
+    assert len(pods) == 2 and all(p["metadata"]["labels"][LABEL_REPLACES] == POD_UID for p in pods)
