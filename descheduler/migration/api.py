@@ -252,16 +252,21 @@ class MigrationApi:
             if not token:
                 return nodes
 
-    def get_node(self, name: str) -> dict[str, Any] | None:
-        """The node as raw JSON; None when it does not exist."""
+    def _get_raw(self, target: str, read: Any, *args: Any) -> dict[str, Any] | None:
+        """One object read as raw JSON (so no field the client does not know is lost); None when it
+        does not exist."""
         try:
-            response = self._call("get", f"nodes/{name}", self.core.read_node, name, _preload_content=False)
+            response = self._call("get", target, read, *args, _preload_content=False)
         except ApiFailure as failure:
             if failure.not_found:
                 return None
             raise
-        node: dict[str, Any] = json.loads(response.data)
-        return node
+        found: dict[str, Any] = json.loads(response.data)
+        return found
+
+    def get_node(self, name: str) -> dict[str, Any] | None:
+        """The node as raw JSON; None when it does not exist."""
+        return self._get_raw(f"nodes/{name}", self.core.read_node, name)
 
     def replace_node(self, node: dict[str, Any]) -> dict[str, Any]:
         """PUT the node as read and changed (raw JSON, so no field the client does not know is
@@ -276,16 +281,7 @@ class MigrationApi:
     def get_workload(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """A Deployment or ReplicaSet (`kind`) as raw JSON; None when it does not exist."""
         read = self.apps.read_namespaced_deployment if kind == "Deployment" else self.apps.read_namespaced_replica_set
-        try:
-            response = self._call(
-                "get", f"{kind.lower()}s/{namespace}/{name}", read, name, namespace, _preload_content=False
-            )
-        except ApiFailure as failure:
-            if failure.not_found:
-                return None
-            raise
-        workload: dict[str, Any] = json.loads(response.data)
-        return workload
+        return self._get_raw(f"{kind.lower()}s/{namespace}/{name}", read, name, namespace)
 
     def replace_deployment(self, deployment: dict[str, Any]) -> dict[str, Any]:
         """PUT the Deployment as read and changed (raw JSON); its resourceVersion makes a stale write a 409."""
@@ -315,21 +311,8 @@ class MigrationApi:
 
     def get_pod(self, namespace: str, name: str) -> FetchedPod | None:
         """The pod as raw JSON and as the planner's record; None when it does not exist."""
-        try:
-            response = self._call(
-                "get",
-                f"pods/{namespace}/{name}",
-                self.core.read_namespaced_pod,
-                name,
-                namespace,
-                _preload_content=False,
-            )
-        except ApiFailure as failure:
-            if failure.not_found:
-                return None
-            raise
-        raw: dict[str, Any] = json.loads(response.data)
-        return FetchedPod(raw, decode.pod_from_raw(decode.convert(raw, decode.RawPod)))
+        raw = self._get_raw(f"pods/{namespace}/{name}", self.core.read_namespaced_pod, name, namespace)
+        return None if raw is None else FetchedPod(raw, decode.pod_from_raw(decode.convert(raw, decode.RawPod)))
 
     def evict_pod(self, namespace: str, name: str, uid: str) -> None:
         """policy/v1 Eviction of exactly this pod (UID precondition): respects PodDisruptionBudgets."""

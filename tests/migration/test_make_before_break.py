@@ -209,6 +209,16 @@ def deployment(h: Harness) -> dict[str, Any]:
     return h.cluster.store.get(DEPLOYMENT, "solo", NS)
 
 
+def run_until_rollout(h: Harness, controller: Any) -> None:
+    """Drive the move until the Deployment's template carries its label (its rollout began)."""
+    h.run(
+        controller,
+        30,
+        until=lambda: deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID,
+        tick=0.5,
+    )
+
+
 def test_without_make_before_break_the_only_pod_is_kept(harness: Any) -> None:
     h = harness(make_before_break=False)
     plan, _ = plan_cycle(h.snapshot(), h.policy)
@@ -279,15 +289,7 @@ def test_a_controller_restarted_mid_move_finishes_it(harness: Any) -> None:
     h = harness()
     name = plan_and_submit(h)
     first = h.controller()
-    h.run(
-        first,
-        30,
-        until=lambda: (
-            bool(h.job(name)["status"].get("conditions"))
-            and deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID
-        ),
-        tick=0.5,
-    )
+    run_until_rollout(h, first)
     assert any(c["type"] == "ReplacementStarted" for c in h.job(name)["status"]["conditions"])
     samples = run_sampling(h, name, 120, controller=h.controller())  # a new instance: nothing in memory
     assert h.phase(name) == "Succeeded"
@@ -301,12 +303,7 @@ def test_a_rollout_started_but_not_recorded_is_adopted(harness: Any) -> None:
     name = plan_and_submit(h)
     controller = h.controller()
     h.cluster.server.faults.fail_next(1, path=r"/podmigrationjobs/[^/]+/status$", verb="update", status=500)
-    h.run(
-        controller,
-        30,
-        until=lambda: deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID,
-        tick=0.5,
-    )
+    run_until_rollout(h, controller)
     generation = deployment(h)["metadata"]["generation"]
     samples = run_sampling(h, name, 120, controller=h.controller())
     assert h.phase(name) == "Succeeded", h.job(name)["status"]
@@ -346,12 +343,7 @@ def test_a_gitops_tool_that_reverts_the_template_fails_the_job_and_keeps_the_pod
     old = solo_pods(h)[0]["metadata"]["uid"]
     name = plan_and_submit(h)
     controller = h.controller()
-    h.run(
-        controller,
-        30,
-        until=lambda: deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID,
-        tick=0.5,
-    )
+    run_until_rollout(h, controller)
 
     def revert(d: dict[str, Any]) -> None:
         del d["spec"]["template"]["metadata"]["labels"][LABEL_REPLACES]
@@ -427,12 +419,7 @@ def test_an_autoscaler_that_scales_up_mid_move_lets_the_rollout_finish(harness: 
     h = harness()
     name = plan_and_submit(h)
     controller = h.controller()
-    h.run(
-        controller,
-        30,
-        until=lambda: deployment(h)["spec"]["template"]["metadata"]["labels"].get(LABEL_REPLACES) == POD_UID,
-        tick=0.5,
-    )
+    run_until_rollout(h, controller)
     h.cluster.store.modify(DEPLOYMENT, "solo", NS, lambda d: d["spec"].update(replicas=2))
     samples = run_sampling(h, name, 120, controller=controller)
     assert h.phase(name) == "Succeeded", h.job(name)["status"]
