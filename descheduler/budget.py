@@ -111,7 +111,8 @@ class EvictionBudget:
         which a percent maxEvictionsPerCycle is a share of."""
         self.limits = limits
         considered = len(snapshot.nodes) if nodes is None else nodes
-        facts = [snapshot_job_facts(job) for job in snapshot.jobs]
+        replacements = _replacements(snapshot)
+        facts = [snapshot_job_facts(job, replacements) for job in snapshot.jobs]
         # The cycle's cap: maxEvictionsPerCycle, or what maxEvictionsPerHour leaves if that is less, with
         # the refusal that names it ("maxEvictionsPerCycle 10", "… 5% of 300 nodes = 15").
         self.per_cycle = limits.per_cycle_for(considered)
@@ -141,6 +142,8 @@ class EvictionBudget:
                 if job.phase in ("Pending", "Running"):
                     job = replace(job, phase="Running", started=job.started or snapshot.now)
                 self._jobs.setdefault(job.workload, []).append(job)
+                if job.successor:
+                    self._jobs.setdefault(job.successor, []).append(job)
         self._planned: dict[str, list[JobFacts]] = {}  # by workload: moves planned, as admitted jobs
         self._workloads = _Workloads(snapshot)  # shared with forks: the facts do not change in a cycle
         self._answers: dict[tuple[str, bool], Refusal | None] = {}  # workload_refusal's, until take()
@@ -253,3 +256,14 @@ def _cap_text(cap: int | str | None, considered: int) -> str:
     if isinstance(cap, str):
         return f"{cap} of {considered} nodes = {scaled(cap, considered)}"
     return str(cap)
+
+
+def _replacements(snapshot: Snapshot) -> dict[str, Pod]:
+    """The pods that replace the snapshot's MakeBeforeBreak jobs' pods, by "namespace/name" (one pass
+    over the pods, and only when such a job has one)."""
+    wanted = {
+        f"{j.replacement.namespace}/{j.replacement.name}"
+        for j in snapshot.jobs
+        if j.replacement and j.mode == "MakeBeforeBreak"
+    }
+    return {p.key: p for p in snapshot.pods if p.key in wanted} if wanted else {}

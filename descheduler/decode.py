@@ -399,6 +399,7 @@ class RawMigrationJobStatus(_Raw):
     workload: RawWorkloadRef | None = None
     start_time: datetime | None = None
     conditions: list[RawCondition] | None = None
+    new_pod_ref: RawPodRef | None = None
 
 
 class RawMigrationJob(_Raw):
@@ -1124,6 +1125,9 @@ def migration_job_from_raw(raw: RawMigrationJob) -> MigrationJob:
         started=status.start_time,
         evicted=evicted,
         pod_usage=_job_pod_usage(annotations.get(JOB_POD_USAGE_ANNOTATION)),
+        replacement=PodRef(namespace=new.namespace, name=new.name, uid=new.uid)
+        if (new := status.new_pod_ref)
+        else None,
     )
 
 

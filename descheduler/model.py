@@ -348,6 +348,7 @@ class MigrationJob(msgspec.Struct, frozen=True, kw_only=True):
     workload_uid: str = ""  # the moved pod's controller
     started: datetime | None = None  # admitted: Running since
     evicted: datetime | None = None
+    replacement: PodRef | None = None  # status.newPodRef
     # The moved pod's measured usage when planned: its node's metric still holds it for a while
     # after the pod is gone (scheduling-core.md §4).
     pod_usage: Resources = EMPTY

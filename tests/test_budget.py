@@ -254,3 +254,28 @@ def test_an_hourly_budget_needs_jobs_kept_an_hour() -> None:
     with pytest.raises(PolicyError, match=r"migration.jobRetention: maxEvictionsPerHour .* at least 1h \(is 30m\)"):
         parse_policy(text)
     assert parse_policy(yaml.safe_dump({**POLICY, "limits": {"maxEvictionsPerHour": "0%"}})).limits.never_moves
+
+
+def test_a_make_before_break_move_cools_down_the_workload_its_replacement_belongs_to() -> None:
+    """The rollout gives the moved pod's replacement another ReplicaSet: the move counts for that
+    one too, so the replacement is not moved again within the cooldown (a ReservationFirst move's
+    replacement keeps its ReplicaSet, so the same rule holds there by the job's workload alone)."""
+    import dataclasses
+
+    import msgspec
+
+    from descheduler.model import PodRef
+    from descheduler.policy import parse_policy
+
+    objs = [node("a"), node("b"), pod("solo-new", "b", namespace="shop", owner="solo-2")]
+    snap = snapshot(objs, NOW)
+    new = by_name(snap, "solo-new")
+    policy = parse_policy("apiVersion: descheduler.dev/v1alpha1\nkind: DeschedulerPolicy\nmigration: {cooldown: 5m}\n")
+    moved = _job("j1", "solo-old", "Succeeded", workload="uid-rs-solo-1", source="a", started=130, evicted=120)
+    replaced = msgspec.structs.replace(moved, replacement=PodRef(namespace="shop", name="solo-new", uid=new.uid))
+    for mode, refused in (("MakeBeforeBreak", True), ("ReservationFirst", False)):
+        jobs = (msgspec.structs.replace(replaced, mode=mode),)
+        refusal = EvictionBudget(
+            policy.limits, dataclasses.replace(snap, jobs=jobs), policy.migration
+        ).workload_refusal(new)
+        assert (refusal is not None and refusal.code == "WorkloadCooldown") == refused, (mode, refusal)

@@ -25,9 +25,10 @@ from descheduler.migration.objects import (
     ANNOTATION_WORKLOAD_UID,
     JobPhase,
     PodMigrationJob,
+    PodReference,
 )
 from descheduler.migration.records import condition_time
-from descheduler.model import MigrationJob, Pod
+from descheduler.model import MigrationJob, Pod, PodRef
 from descheduler.priority import importance
 from descheduler.snapshot import Snapshot
 
@@ -63,12 +64,25 @@ def job_facts(job: PodMigrationJob, pods: Mapping[str, Pod]) -> JobFacts:
         rank=importance(pod),
         strategy=job.spec.strategy,
         mode=job.spec.mode,
+        successor=successor(job.spec.mode, job.status.new_pod_ref, pods),
     )
 
 
-def snapshot_job_facts(job: MigrationJob) -> JobFacts:
+def successor(mode: str, replacement: PodRef | PodReference | None, pods: Mapping[str, Pod]) -> str:
+    """A MakeBeforeBreak job's replacement's controller (the rollout's new ReplicaSet), found among
+    `pods` by "namespace/name" with the same UID; "" for another mode or when not found."""
+    if mode != "MakeBeforeBreak" or replacement is None:
+        return ""
+    pod = pods.get(f"{replacement.namespace}/{replacement.name}")
+    if pod is None or pod.owner is None or (replacement.uid and pod.uid != replacement.uid):
+        return ""
+    return pod.owner.uid
+
+
+def snapshot_job_facts(job: MigrationJob, pods: Mapping[str, Pod] | None = None) -> JobFacts:
     """A job as a snapshot records it (`Snapshot.jobs`), for the planner's look-ahead. The snapshot
-    does not keep the job's cycle: every job it holds was planned by an earlier cycle."""
+    does not keep the job's cycle: every job it holds was planned by an earlier cycle. `pods` by
+    "namespace/name" (at least a MakeBeforeBreak job's replacement) give its `successor`."""
     return JobFacts(
         name=job.name,
         namespace=job.pod.namespace,
@@ -80,6 +94,7 @@ def snapshot_job_facts(job: MigrationJob) -> JobFacts:
         started=job.started,
         evicted=job.evicted,
         mode=job.mode,
+        successor=successor(job.mode, job.replacement, pods or {}),
     )
 
 

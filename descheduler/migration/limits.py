@@ -45,6 +45,9 @@ class JobFacts:
     rank: tuple[int, ...] = ()  # importance of the pod: lower moves first
     strategy: str = ""  # the strategy that planned the move ("" for a job made by hand)
     mode: str = ""  # the job's spec.mode ("" when not known)
+    # MakeBeforeBreak: the replacement's controller (the rollout's new ReplicaSet). Its moves count
+    # for that workload too, so the cooldown and the limits hold its pod back as they would the old.
+    successor: str = ""
 
     @property
     def in_flight(self) -> bool:
@@ -199,7 +202,7 @@ def moves_of(uid: str, jobs: Iterable[JobFacts], cycle: str) -> WorkloadMoves:
     for job in jobs:
         if job.in_flight:
             migrating.add(job.pod)
-        if job.workload != uid:
+        if uid not in (job.workload, job.successor):
             continue
         if job.in_flight:
             in_flight += 1
