@@ -1107,8 +1107,16 @@ def migration_job_from_raw(raw: RawMigrationJob) -> MigrationJob:
     ref = raw.spec.pod_ref
     status = raw.status
     annotations = raw.metadata.annotations or {}
+    # A MakeBeforeBreak move disrupts its workload when its rollout starts (the limits count it then,
+    # even when the rollout is undone).
     evicted = next(
-        (c.last_transition_time for c in status.conditions or () if c.type == "Evicted" and c.status == "True"), None
+        (
+            c.last_transition_time
+            for kind in ("Evicted", "ReplacementStarted")
+            for c in status.conditions or ()
+            if c.type == kind and c.status == "True"
+        ),
+        None,
     )
     return MigrationJob(
         name=raw.metadata.name,

@@ -60,7 +60,9 @@ def job_facts(job: PodMigrationJob, pods: Mapping[str, Pod]) -> JobFacts:
         workload=workload,
         cycle=annotations.get(ANNOTATION_CYCLE, ""),
         started=job.status.start_time,
-        evicted=condition_time(job, "Evicted"),
+        # A MakeBeforeBreak move disrupts its workload when its rollout starts (the limits count it
+        # then, even when the rollout is undone).
+        evicted=condition_time(job, "Evicted") or condition_time(job, "ReplacementStarted"),
         rank=importance(pod),
         strategy=job.spec.strategy,
         mode=job.spec.mode,

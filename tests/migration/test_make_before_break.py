@@ -283,6 +283,10 @@ def test_a_replacement_that_never_gets_ready_leaves_everything_as_it_was(harness
     [kept] = solo_pods(h)
     assert kept["metadata"]["uid"] == old["metadata"]["uid"]  # the replacement is gone, the pod stays
     assert not h.reservations()
+    # The undone rollout counts as a move of the workload: the cooldown keeps the next cycle off it.
+    plan, _ = plan_cycle(h.snapshot(), h.policy)
+    assert plan.migrations == ()
+    assert any("cooldown" in skip.reason for skip in plan.skipped), plan.skipped
 
 
 def test_a_controller_restarted_mid_move_finishes_it(harness: Any) -> None:
