@@ -136,7 +136,9 @@ def hot_cluster_objects(
     return objects + (extra or [])
 
 
-def scenario(objects: list[dict[str, Any]]) -> Any:
+def scenario(objects: list[dict[str, Any]], app: str = "web", cpu_fraction: float = 1.8, ready_delay: float = 3) -> Any:
+    """The objects on a simulated cluster where the pods of `app` use `cpu_fraction` of their cpu request
+    and the others little; pods are Ready `ready_delay` seconds after they start."""
     return parse_scenario(
         {
             "apiVersion": "descheduler.dev/v1alpha1",
@@ -146,9 +148,9 @@ def scenario(objects: list[dict[str, Any]]) -> Any:
             "snapshot": objects,
             "usage": {
                 "default": {"cpu": {"fraction": 0.1}, "memory": {"fraction": 0.3}},
-                "pods": [{"selector": {"matchLabels": {"app": "web"}}, "cpu": {"fraction": 1.8}}],
+                "pods": [{"selector": {"matchLabels": {"app": app}}, "cpu": {"fraction": cpu_fraction}}],
             },
-            "timing": {"reportIntervalSeconds": 15, "startDelaySeconds": 1, "readyDelaySeconds": 3},
+            "timing": {"reportIntervalSeconds": 15, "startDelaySeconds": 1, "readyDelaySeconds": ready_delay},
         }
     )
 
@@ -254,8 +256,9 @@ class Harness:
         ]
 
 
-def start_cluster(objects: list[dict[str, Any]]) -> SimulatedCluster:
-    cluster = SimulatedCluster(scenario(objects), start=T0).start()
+def start_cluster(objects: list[dict[str, Any]], **usage: Any) -> SimulatedCluster:
+    """`scenario(objects, **usage)` started, every pod Running and a first metrics report made."""
+    cluster = SimulatedCluster(scenario(objects, **usage), start=T0).start()
     cluster.advance(16)  # every pod Running and a first metrics report
     return cluster
 
@@ -264,8 +267,8 @@ def start_cluster(objects: list[dict[str, Any]]) -> SimulatedCluster:
 def make_harness() -> Iterator[Callable[..., Harness]]:
     made: list[Harness] = []
 
-    def make(objects: list[dict[str, Any]] | None = None, policy: Policy | None = None) -> Harness:
-        harness = Harness(start_cluster(objects or hot_cluster_objects()), policy or make_policy())
+    def make(objects: list[dict[str, Any]] | None = None, policy: Policy | None = None, **usage: Any) -> Harness:
+        harness = Harness(start_cluster(objects or hot_cluster_objects(), **usage), policy or make_policy())
         made.append(harness)
         return harness
 

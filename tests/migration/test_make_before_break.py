@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from descheduler.fakecluster.cluster import SimulatedCluster
-from descheduler.fakecluster.scenario import parse_scenario
 from descheduler.fakecluster.workloads import template_hash
 from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
@@ -20,7 +19,7 @@ from descheduler.migration.presence import Route, SchedulerPresence, never_witho
 from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import parse_policy
 from descheduler.rollout import LABEL_REPLACES
-from tests.migration.conftest import NS, POLICY, T0, Harness, node, pdb
+from tests.migration.conftest import NS, POLICY, Harness, node, pdb, start_cluster
 
 DEPLOYMENT = "deployments.apps"
 POD_UID = "uid-pod-solo"
@@ -133,24 +132,7 @@ def objects(strategy: dict[str, Any] | None = None, readiness_gate: bool = False
 
 
 def cluster(objs: list[dict[str, Any]]) -> SimulatedCluster:
-    scenario = parse_scenario(
-        {
-            "apiVersion": "descheduler.dev/v1alpha1",
-            "kind": "Scenario",
-            "start": T0,
-            "seed": 1,
-            "snapshot": objs,
-            "usage": {
-                "default": {"cpu": {"fraction": 0.1}, "memory": {"fraction": 0.3}},
-                "pods": [{"selector": {"matchLabels": {"app": "solo"}}, "cpu": {"fraction": 2.5}}],
-            },
-            # The replacement is Ready 5 s after it starts: the old pod must outlive that.
-            "timing": {"reportIntervalSeconds": 15, "startDelaySeconds": 1, "readyDelaySeconds": 5},
-        }
-    )
-    simulated = SimulatedCluster(scenario, start=T0).start()
-    simulated.advance(16)
-    return simulated
+    return start_cluster(objs, **SOLO_USAGE)
 
 
 def policy(make_before_break: bool = True, ttl: str = "2m", retention: str = "1h") -> Any:
@@ -163,19 +145,16 @@ def policy(make_before_break: bool = True, ttl: str = "2m", retention: str = "1h
     )
 
 
+# The replacement is Ready 5 s after it starts: the old pod must outlive that.
+SOLO_USAGE: dict[str, Any] = {"app": "solo", "cpu_fraction": 2.5, "ready_delay": 5}
+
+
 @pytest.fixture
-def harness() -> Any:
-    made: list[Harness] = []
-
+def harness(make_harness: Any) -> Any:
     def make(objs: list[dict[str, Any]] | None = None, **policy_args: Any) -> Harness:
-        h = Harness(cluster(objs or objects()), policy(**policy_args))
-        made.append(h)
-        return h
+        return make_harness(objs or objects(), policy(**policy_args), **SOLO_USAGE)
 
-    yield make
-    for h in made:
-        h.api.close()
-        h.cluster.stop()
+    return make
 
 
 def solo_pods(h: Harness) -> list[dict[str, Any]]:
