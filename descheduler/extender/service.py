@@ -7,8 +7,9 @@ take, so every answer is consistent. Changes and state replacements are serialis
 lock that no request takes: a refresher thread rebuilds the state off the request path when the
 source changed, applies to it the changes seen meanwhile and swaps it in with one assignment;
 requests already running finish on the state they started with, and none waits for the swap.
-While it builds, the refresher steps aside whenever a request is being answered (`yielding.RequestsFirst`:
-it waits at its next function call, keeping a minimum share of the time), and gives the GIL back
+While it rebuilds, the refresher steps aside whenever a request is being answered (`yielding.RequestsFirst`:
+it waits at its next function call, keeping a minimum share of the time; the first build, which no
+request could be answered from anyway, runs straight through), and gives the GIL back
 every `REBUILD_SWITCH_INTERVAL` seconds, so a request arriving mid-rebuild waits about that long,
 not CPython's default 5 ms per switch.
 Reservation changes are written into the current state as they arrive (`apply_reservation`), and only then
@@ -20,6 +21,7 @@ verb: it consumes (or fails) the pod's Reservation and binds the pod (`reservati
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
@@ -165,8 +167,15 @@ class Extender:
             generation = self.source.generation()
             switch = sys.getswitchinterval()
             sys.setswitchinterval(min(switch, REBUILD_SWITCH_INTERVAL))
+            # The first build steps aside for no request: until it is swapped in, every request is
+            # answered at once that there is no state yet. It also compiles the name kernels (once a
+            # process), some seconds of imports that the hook would slow several times over, more on a
+            # busy core, where each hand-over gives the core to another process.
+            stepping_aside: contextlib.AbstractContextManager[None] = (
+                self.requests_first.yielding() if current is not None else contextlib.nullcontext()
+            )
             try:
-                with self.requests_first.yielding():
+                with stepping_aside:
                     snapshot = self.source.snapshot()
                     args = self._args
                     table = build_table(snapshot, args)
