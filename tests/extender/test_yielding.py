@@ -93,12 +93,18 @@ def test_a_rebuild_without_requests_does_not_wait() -> None:
     assert gate.waits == 0
 
 
-def test_a_rebuild_without_requests_hands_the_core_over_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
+def _after_a_request(gate: RequestsFirst) -> RequestsFirst:
+    gate.enter()
+    gate.leave()
+    return gate
+
+
+def test_a_rebuild_between_requests_hands_the_core_over_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
     """A request's thread woken on the same core runs at the next hand-over, not at the end of the
     rebuild's time slice (several ms), and only then asks for the GIL."""
     handed: list[float] = []
     monkeypatch.setattr(yielding, "_hand_over", lambda: handed.append(time.perf_counter()))
-    gate = RequestsFirst()
+    gate = _after_a_request(RequestsFirst())
     with gate.yielding():
         started = time.perf_counter()
         while time.perf_counter() - started < 0.05:
@@ -112,11 +118,28 @@ def test_a_rebuild_of_few_long_c_calls_still_hands_the_core_over(monkeypatch: py
     few slices, not only after hundreds of them."""
     handed: list[float] = []
     monkeypatch.setattr(yielding, "_hand_over", lambda: handed.append(time.perf_counter()))
-    gate = RequestsFirst()
+    gate = _after_a_request(RequestsFirst())
     with gate.yielding():
         for _ in range(40):
             sum(range(100_000))  # one C call of about a millisecond
     assert len(handed) >= 5
+
+
+@pytest.mark.parametrize("requests", ["none yet", "the last one a while ago"])
+def test_a_rebuild_with_no_request_lately_keeps_the_core(monkeypatch: pytest.MonkeyPatch, requests: str) -> None:
+    """A hand-over gives the core to any process that wants it, not only to a request's thread: with no
+    request lately, a rebuild on a busy node would get a fraction of its share for nothing."""
+    handed: list[float] = []
+    monkeypatch.setattr(yielding, "_hand_over", lambda: handed.append(time.perf_counter()))
+    gate = RequestsFirst(recent=0.01)
+    if requests != "none yet":
+        _after_a_request(gate)
+        time.sleep(0.02)
+    with gate.yielding():
+        started = time.perf_counter()
+        while time.perf_counter() - started < 0.05:
+            len([])
+    assert handed == []
 
 
 def test_requests_in_flight_are_counted_across_threads() -> None:
