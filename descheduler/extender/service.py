@@ -169,8 +169,8 @@ class Extender:
             sys.setswitchinterval(min(switch, REBUILD_SWITCH_INTERVAL))
             # The first build steps aside for no request: until it is swapped in, every request is
             # answered at once that there is no state yet. It also compiles the name kernels (once a
-            # process), some seconds of imports that the hook would slow several times over, more on a
-            # busy core, where each hand-over gives the core to another process.
+            # process): seconds of imports and compilation that the hook, called at every Python call,
+            # would slow several times over.
             stepping_aside: contextlib.AbstractContextManager[None] = (
                 self.requests_first.yielding() if current is not None else contextlib.nullcontext()
             )

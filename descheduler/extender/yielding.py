@@ -11,8 +11,8 @@ sliced, `descheduler.podrows.SLICE`).
 While no request is in flight but one ended within the last `RECENT` (the scheduler is sending them),
 the hook hands the core over every `YIELD_EVERY` (sched_yield, the GIL released): a request thread woken
 on the same core then runs within that time instead of at the end of the rebuild's time slice (a few
-ms), and only then asks for the GIL. With no request for longer, it does not: sched_yield gives the core
-to any other process that wants it: on a core shared with one busy process, a rebuild handing over
+ms), and only then asks for the GIL. With no request for longer, it does not, since sched_yield gives the
+core to any other process that wants it: on a core shared with one busy process, a rebuild handing over
 4,000 times a second got 12% of the core instead of half (1.3 s of CPU in 10.2-10.8 s against 2.3-2.6
 s without the hand-overs, measured with a stand-in rebuild of small Python calls).
 
