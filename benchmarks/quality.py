@@ -121,6 +121,9 @@ BUSY_PERIOD = 10.0  # while a move is in flight (the product's controller steps 
 NEXT_LOOK_SECONDS = 600.0  # move_causes: whether a source of a move is still hot this much later in off
 SIZES = (50, 300)
 SWEEP_SIZES = (50,)
+# The one-cycle table tells a contender's algorithm from its cadence, which one size shows. At 300
+# nodes its runs (upstream's six on a 1-min cycle among them) would cost more than the shipped runs.
+UNIFORM_SIZES = (50,)
 SMOKE_NODES = 8
 MINIMUM_SECONDS = 30.0  # the solver's time for one node's minimum; past it, its bound below
 SLOW_CONTENDERS = ("lnuMetrics", "koordinator", "ours")  # the most moves, so the most busy steps: run first
@@ -865,6 +868,18 @@ def plan_runs(only: Sequence[str] = (), *, uniform: bool = False, sweep: bool = 
     return list(unique.values())
 
 
+def scenario_runs(
+    todo: Sequence[tuple[str, int]],
+    only: Sequence[str] = (),
+    *,
+    uniform_sizes: Sequence[int] = UNIFORM_SIZES,
+    sweep_sizes: Sequence[int] = SWEEP_SIZES,
+) -> dict[tuple[str, int], list[RunSpec]]:
+    """The runs of each (family, size): `plan_runs`, with the one-cycle table at `uniform_sizes` and
+    the curves at `sweep_sizes`."""
+    return {t: plan_runs(only, uniform=t[1] in uniform_sizes, sweep=t[1] in sweep_sizes) for t in todo}
+
+
 def _loaded(family: str, nodes: int, seed: int) -> LoadedScenario:
     from benchmarks.scenarios import build
 
@@ -1083,16 +1098,15 @@ def run_quality(
     only: Sequence[str] = (),
     ours_args: str = "",
     *,
-    uniform: bool = True,
+    uniform_sizes: Sequence[int] = UNIFORM_SIZES,
     sweep_sizes: Sequence[int] = SWEEP_SIZES,
 ) -> dict[str, Any]:
-    """Every family at every size with the runs of `plan_runs` (the uniform-cycle table with `uniform`,
-    the curves at `sweep_sizes`), each run a task for the next free core; the flat metrics the runner's
-    table shows, and the scenarios."""
+    """Every family at every size with the runs of `scenario_runs`, each run a task for the next free
+    core; the flat metrics the runner's table shows, and the scenarios."""
     from benchmarks.scenarios import FAMILIES
 
     todo = [(f, n) for f in (families or FAMILIES) for n in sizes]
-    specs = {t: plan_runs(only, uniform=uniform, sweep=t[1] in sweep_sizes) for t in todo}
+    specs = scenario_runs(todo, only, uniform_sizes=uniform_sizes, sweep_sizes=sweep_sizes)
     tasks = sum(len(v) for v in specs.values())
     with ProcessPoolExecutor(max_workers=max(1, min(tasks, os.cpu_count() or 1))) as pool:
         # Every run is a task of its own, the largest scenarios' and slowest contenders' first, so no core
@@ -1364,7 +1378,9 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=HOURS, help="the last 24 are scored")
     parser.add_argument("--only", nargs="*", default=(), help="contender keys (off always runs)")
     parser.add_argument("--ours-args", default="", help='YAML lines for ours\' LowNodeLoad args ("reliefDepth: 0")')
-    parser.add_argument("--no-uniform", action="store_true", help="without the table on one 1-min cycle")
+    parser.add_argument(
+        "--no-uniform", action="store_true", help="without the table on one 1-min cycle (run at 50 nodes only)"
+    )
     parser.add_argument("--sweep", type=int, nargs="*", default=[], help="sizes at which to sweep the knobs")
     parser.add_argument(
         "--merge",
@@ -1388,7 +1404,7 @@ def main() -> None:
         args.hours,
         args.only,
         args.ours_args,
-        uniform=not args.no_uniform,
+        uniform_sizes=() if args.no_uniform else UNIFORM_SIZES,
         sweep_sizes=args.sweep,
     )
     print(json.dumps(run, indent=1, default=str))

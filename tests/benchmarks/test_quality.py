@@ -44,6 +44,7 @@ from benchmarks.quality import (
     render_quality,
     run_one,
     run_scenario,
+    scenario_runs,
     shipped,
     summary,
     verdict,
@@ -237,6 +238,17 @@ def test_runs_are_named_by_what_differs_from_the_shipped_contender() -> None:
     assert {"ours~4%", "ours~32%", "koordinator~0", "lnuMetrics@1800s"} <= set(names)  # the curves
     assert len(names) == len(set(names))  # ours' shipped knob and upstream's shipped schedule run once
     assert RunSpec("lnuMetrics", 60.0, 2).group == "lnuMetrics@60s"
+
+
+def test_the_one_cycle_table_and_the_curves_run_at_50_nodes_only() -> None:
+    specs = scenario_runs([("bitbrains", 50), ("bitbrains", 300)], ("ours", "lnuMetrics", "koordinator"))
+    at_50 = {spec.name for spec in specs[("bitbrains", 50)]}
+    at_300 = [spec.name for spec in specs[("bitbrains", 300)]]
+    assert {"lnuMetrics@60s", "koordinator@60s", "ours~4%"} <= at_50
+    assert at_300 == [spec.name for spec in plan_runs(("ours", "lnuMetrics", "koordinator"))]  # as they ship
+    assert [
+        spec.name for spec in scenario_runs([("openb", 50)], ("ours",), uniform_sizes=(), sweep_sizes=())[("openb", 50)]
+    ] == ["off", "ours"]
 
 
 def test_curves_hold_each_contenders_knob_on_its_shipped_cycle() -> None:
