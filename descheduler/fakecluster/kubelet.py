@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from descheduler.fakecluster.apiserver import ApiError, Store
@@ -52,10 +53,17 @@ class Kubelet:
     # Each pod's last usage and the elapsed time before which its models give the same (a busy
     # simulation steps every few seconds; trace series change every few minutes).
     _held: dict[str, tuple[float, PodUsage]] = field(default_factory=dict)
+    # A pass over the pods changes nothing until the pods are written or this instant comes: a pod's
+    # start or readiness falls due, a deletion's grace ends, or a usage model changes.
+    _quiet: tuple[tuple[int, ...], float] = ((), -math.inf)
 
     def step(self, now: float) -> None:
+        written = self.store.written("pods")
+        if written == self._quiet[0] and now < self._quiet[1]:
+            return
         usage: dict[str, PodUsage] = {}
         seen: set[str] = set()
+        due = math.inf
         for pod in self.store.list("pods", shared=True):
             meta, spec = pod["metadata"], pod.get("spec") or {}
             node = spec.get("nodeName")
@@ -64,19 +72,27 @@ class Kubelet:
             uid = str(meta.get("uid"))
             seen.add(uid)
             if meta.get("deletionTimestamp"):
-                if parse_instant(meta["deletionTimestamp"]) <= now:
+                deleted = parse_instant(meta["deletionTimestamp"])
+                if deleted <= now:
                     self.store.finalize_pod(meta["namespace"], meta["name"])
                     continue
+                due = min(due, deleted)
             elif not is_terminal(pod):
-                self._advance_phase(pod, uid, now)
+                due = min(due, self._advance_phase(pod, uid, now))
             if (pod.get("status") or {}).get("phase") == "Running" or meta.get("deletionTimestamp"):
                 usage[pod_key(pod)] = self._usage(pod, uid, node, now)
         self.usage = usage
         self._bound_at = {k: v for k, v in self._bound_at.items() if k in seen}
         self._models = {k: v for k, v in self._models.items() if k in seen}
         self._held = {k: v for k, v in self._held.items() if k in seen}
+        changes = min((self.began + held for held, _ in self._held.values()), default=math.inf)
+        # Stamped with the pods as they were before this pass: a pass that wrote is followed by one
+        # more, which sees what it wrote (a pod it started runs, and has usage).
+        self._quiet = (written, min(due, changes))
 
-    def _advance_phase(self, pod: Obj, uid: str, now: float) -> None:
+    def _advance_phase(self, pod: Obj, uid: str, now: float) -> float:
+        """Start the pod or make it Ready when due; the instant its phase is next due to change
+        (inf: only a write to it can change it)."""
         status = pod.get("status") or {}
         bound = self._bound_at.setdefault(uid, now)
         phase = status.get("phase", "Pending")
@@ -84,9 +100,9 @@ class Kubelet:
         if phase == "Running" and (
             conditions.get("Ready") == "True" or (conditions.get("ContainersReady") == "True" and not gates_pass(pod))
         ):
-            return
+            return math.inf
         if phase == "Pending" and now < bound + self.start_delay:
-            return
+            return bound + self.start_delay
         started = status.get("startTime")
         started_at = parse_instant(started) if started else now
         become_ready = phase == "Running" and now >= started_at + self.ready_delay
@@ -114,6 +130,9 @@ class Kubelet:
         except ApiError as err:
             if err.code != 404:
                 raise
+        if phase == "Pending":
+            return math.inf if self.ready_delay == 0 else now + self.ready_delay
+        return math.inf if become_ready else started_at + self.ready_delay
 
     def _usage(self, pod: Obj, uid: str, node: str, now: float) -> PodUsage:
         elapsed = now - self.began

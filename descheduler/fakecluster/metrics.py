@@ -122,6 +122,9 @@ class UsageHistory:
     segments: list[_Segment] = field(default_factory=list)
     _pods: dict[str, int] = field(default_factory=dict)
     _nodes: dict[str, int] = field(default_factory=dict)
+    # The last usage mapping given columns, and them: a kubelet whose pods did not change hands over
+    # the same mapping step after step, and its steps share one set of arrays.
+    _last: tuple[Mapping[str, PodUsage], _Columns] | None = None
 
     def record(self, now: float, usage: Mapping[str, PodUsage]) -> None:
         if self.segments and now <= self.segments[-1].start + EPSILON:
@@ -147,6 +150,7 @@ class UsageHistory:
         if len(self._pods) > 4 * len(current.usage) + 4096:  # pods come and go for days: renumber
             self._pods.clear()
             self._nodes.clear()
+            self._last = None
             for segment in self.segments:
                 segment.columns = None
         now = self._columns(current)
@@ -190,6 +194,8 @@ class UsageHistory:
         return out
 
     def _columns(self, segment: _Segment) -> _Columns:
+        if segment.columns is None and self._last is not None and self._last[0] is segment.usage:
+            segment.columns = self._last[1]
         if segment.columns is None:
             usage, pods, nodes = segment.usage, self._pods, self._nodes
             values = list(usage.values())
@@ -207,6 +213,7 @@ class UsageHistory:
                     np.fromiter(map(_MEMORY, values), np.float64, n),
                 ),
             )
+            self._last = (usage, segment.columns)
         return segment.columns
 
 

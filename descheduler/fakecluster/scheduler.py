@@ -205,6 +205,8 @@ class Scheduler:
     _renewed: float | None = field(default=None, repr=False)
     _stock_pods: dict[tuple[str, str], StockPod] = field(default_factory=dict, repr=False)
     _snapshot_pods: dict[tuple[str, str], Pod] = field(default_factory=dict, repr=False)
+    # The pods' write stamp when the last pass found none to place: until they are written, none is.
+    _none_pending: tuple[int, ...] = field(default=(), repr=False)
 
     def _pending(self) -> list[dict[str, Any]]:
         """Copies of the pods this scheduler has to place (read shared: no decode of every pod each
@@ -242,8 +244,12 @@ class Scheduler:
         if self.extender is None:
             self.renew_lease(now)
             self._acknowledge()
+        written = self.store.written("pods")
+        if written == self._none_pending:
+            return []
         raw_pending = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in self._pending()}
         if not raw_pending:
+            self._none_pending = written
             self.unschedulable = {}
             return []
         instant = datetime.fromtimestamp(now, tz=UTC)

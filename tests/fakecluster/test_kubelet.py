@@ -87,6 +87,24 @@ def test_usage_held_per_period_changes_only_at_its_multiples(store: Store) -> No
     assert seen["free"][1] > 0 and seen["free"][4] > seen["free"][3]  # without it, it changes between steps
 
 
+def test_a_step_with_nothing_written_and_nothing_due_passes_over_no_pod(store: Store) -> None:
+    """The pods are passed over again only when written, or when a start, a readiness, a deletion's
+    grace or a usage step falls due: the usage seen stays the same mapping until then."""
+    store.load([pod("p", node_name="n1", phase="Running", ready=True, cpu="1")])
+    series = UsageModel(series=Series(values=[0.2, 0.7], step_seconds=60))
+    kubelet = Kubelet(store, UsageSpec(default=ResourceModels(cpu=series)), began=T0)
+    kubelet.step(T0)
+    first = kubelet.usage
+    kubelet.step(T0 + 59)
+    assert kubelet.usage is first
+    store.load([pod("q", node_name="n1", phase="Running", ready=True, cpu="1")])
+    kubelet.step(T0 + 59)
+    assert list(kubelet.usage) == ["default/p", "default/q"]
+    written = kubelet.usage
+    kubelet.step(T0 + 60)  # the series' next step, with nothing written
+    assert kubelet.usage is not written and kubelet.usage["default/p"].cpu == 700
+
+
 # ------------------------------------------------------------------ container statuses
 
 

@@ -7,7 +7,7 @@ import pytest
 from descheduler.fakecluster.apiserver import Store
 from descheduler.fakecluster.cluster import SimulatedCluster
 from descheduler.fakecluster.kubelet import PodUsage
-from descheduler.fakecluster.metrics import Feed, MetricsPublisher, memory_text
+from descheduler.fakecluster.metrics import Feed, MetricsPublisher, UsageHistory, memory_text
 from descheduler.fakecluster.scenario import ScenarioError, Timing, load_demo_scenario, parse_scenario
 from descheduler.quantity import to_units
 from descheduler.snapshot import load_snapshot_objects
@@ -228,6 +228,18 @@ def test_the_history_keeps_only_what_the_longest_window_needs(store: Store) -> N
     list(_stepping(publisher, until=3600, every=10))
     # The next NodeMetric, at 3660 s, averages from 3360 s; the next PodMetrics, at 3615 s, from 3600 s.
     assert [s.start - T0 for s in publisher.history.segments] == list(range(3360, 3601, 10))
+
+
+def test_steps_with_the_same_usage_mapping_share_one_set_of_arrays() -> None:
+    usage = {"default/a": PodUsage("default", "a", "n1", 100, 2**20)}
+    history = UsageHistory()
+    for t in (0, 10, 20):
+        history.record(T0 + t, usage)  # a kubelet whose pods did not change hands over the same mapping
+    history.record(T0 + 30, {**usage, "default/a": PodUsage("default", "a", "n1", 500, 2**20)})
+    reading = history.reading(T0 + 40, 40, 40)
+    assert reading is not None and reading.pods["default/a"].cpu == 200  # 30 s at 100, 10 s at 500
+    columns = [segment.columns for segment in history.segments]
+    assert columns[0] is columns[1] is columns[2] and columns[3] is not columns[0]
 
 
 def test_means_stay_right_while_thousands_of_pods_come_and_go(store: Store) -> None:
