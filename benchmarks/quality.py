@@ -54,6 +54,7 @@ import gc
 import json
 import math
 import os
+import re
 import time
 from bisect import bisect_left, bisect_right
 from collections import Counter
@@ -129,6 +130,7 @@ MINIMUM_SECONDS = 30.0  # the solver's time for one node's minimum; past it, its
 SLOW_CONTENDERS = ("lnuMetrics", "koordinator", "ours")  # the most moves, so the most busy steps: run first
 FLAP_SECONDS = 3600.0  # a replacement moved again sooner than this counts as ping-pong
 CHARTS = Path(__file__).resolve().parent
+QUALITY_RUNS = CHARTS / "quality-runs"  # the runs' documents (--save), merged into RESULTS.md's tables and charts
 CHART_BUCKET_HOURS = 0.5  # the picture: hot nodes averaged per half hour
 
 
@@ -267,6 +269,26 @@ def contender(spec: RunSpec, ours_args: str = "") -> Contender:
 
 def shipped(base: str, seed: int | None = None) -> RunSpec:
     return RunSpec(base, SHIPPED_SECONDS[base], seed if base.startswith("lnu") else None)
+
+
+RUN_NAME = re.compile(r"(?P<base>[A-Za-z]+)(?:@(?P<seconds>\d+(?:\.\d+)?)s)?(?:~(?P<knob>[^#]+))?(?:#(?P<seed>\d+))?")
+
+
+def run_spec(name: str) -> RunSpec:
+    """The run a name stands for (RunSpec.name read back: base[@<seconds>s][~knob][#seed])."""
+    found = RUN_NAME.fullmatch(name)
+    if found is None or found["base"] not in LABELS:
+        raise ValueError(
+            f"run {name!r}: expected a contender ({', '.join(LABELS)}), then optionally @<seconds>s, "
+            "~<knob> (consecutiveAbnormalities, or ours' maxEvictionsPerHour with %) and #<tie seed>"
+        )
+    base, knob = found["base"], found["knob"]
+    seconds = float(found["seconds"]) if found["seconds"] else SHIPPED_SECONDS[base]
+    seed = int(found["seed"]) if found["seed"] else (TIE_SEEDS[0] if base.startswith("lnu") else None)
+    spec = RunSpec(base, seconds, seed, None if knob is None else int(knob) if knob.isdigit() else knob)
+    if spec.name != name:
+        raise ValueError(f"run {name!r}: not a name this benchmark gives a run (it would be {spec.name!r})")
+    return spec
 
 
 def contenders(ours_args: str = "") -> tuple[Contender, ...]:
@@ -1137,6 +1159,12 @@ def merge_results(documents: Sequence[dict[str, Any]], folder: Path = CHARTS) ->
     for document in documents:
         for scenario in document["scenarios"]:
             known = scenarios.setdefault(scenario["name"], {**scenario, "runs": {}})
+            drawn, other = (known["seed"], known["hours"]), (scenario["seed"], scenario["hours"])
+            if drawn != other:
+                raise ValueError(
+                    f"{scenario['name']}: runs of seed {other[0]} over {other[1]:g} h cannot merge with runs of "
+                    f"seed {drawn[0]} over {drawn[1]:g} h (a different draw or span is a different scenario)"
+                )
             known["runs"].update(scenario["runs"])
     merged = []
     for name, scenario in scenarios.items():
@@ -1155,6 +1183,19 @@ def merge_results(documents: Sequence[dict[str, Any]], folder: Path = CHARTS) ->
         if curves(scenario["runs"]):
             write_curve_chart(scenario, folder)
     return summary(merged)
+
+
+def save_document(document: dict[str, Any], path: Path, *, measured_now: bool) -> None:
+    """`document` as compact JSON at `path` (QUALITY_RUNS keeps the runs RESULTS.md is made from); with
+    `measured_now`, each run not stamped yet is stamped with this commit and the date."""
+    from benchmarks.run import machine
+
+    if measured_now:
+        stamp = {key: machine()[key] for key in ("commit", "date")}
+        for scenario in document["scenarios"]:
+            for run in scenario["runs"].values():
+                run.setdefault("measured", stamp)
+    path.write_text(json.dumps(document, separators=(",", ":"), default=str) + "\n")
 
 
 def _run_order(name: str) -> tuple[int, str]:
@@ -1383,6 +1424,13 @@ def main() -> None:
     )
     parser.add_argument("--sweep", type=int, nargs="*", default=[], help="sizes at which to sweep the knobs")
     parser.add_argument(
+        "--runs",
+        nargs="+",
+        metavar="NAME",
+        help="exactly these runs, one after another (lnuMetrics#3, koordinator@60s, ours~8%%; off always runs)",
+    )
+    parser.add_argument("--save", type=Path, metavar="JSON", help="also write the results there (compact JSON)")
+    parser.add_argument(
         "--merge",
         nargs="+",
         type=Path,
@@ -1394,19 +1442,32 @@ def main() -> None:
     if args.merge:
         decoder = json.JSONDecoder()
         run = merge_results([decoder.raw_decode(path.read_text())[0] for path in args.merge])  # JSON, then tables
-        print(json.dumps(run, indent=1, default=str))
-        print(render_quality(run))
-        return
-    run = run_quality(
-        args.family,
-        args.nodes,
-        args.seed,
-        args.hours,
-        args.only,
-        args.ours_args,
-        uniform_sizes=() if args.no_uniform else UNIFORM_SIZES,
-        sweep_sizes=args.sweep,
-    )
+    elif args.runs:
+        try:
+            specs = [run_spec(name) for name in args.runs]
+        except ValueError as err:
+            parser.error(str(err))
+        specs = [shipped("off"), *(spec for spec in specs if spec.base != "off")]
+        run = summary(
+            [
+                run_scenario(family, nodes, args.seed, args.hours, ours_args=args.ours_args, runs=specs)
+                for family in args.family
+                for nodes in args.nodes
+            ]
+        )
+    else:
+        run = run_quality(
+            args.family,
+            args.nodes,
+            args.seed,
+            args.hours,
+            args.only,
+            args.ours_args,
+            uniform_sizes=() if args.no_uniform else UNIFORM_SIZES,
+            sweep_sizes=args.sweep,
+        )
+    if args.save:
+        save_document(run, args.save, measured_now=not args.merge)
     print(json.dumps(run, indent=1, default=str))
     print(render_quality(run))
 

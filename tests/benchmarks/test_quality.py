@@ -4,6 +4,7 @@ contender (no timing)."""
 
 from __future__ import annotations
 
+import json
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -44,6 +45,8 @@ from benchmarks.quality import (
     render_quality,
     run_one,
     run_scenario,
+    run_spec,
+    save_document,
     scenario_runs,
     shipped,
     summary,
@@ -238,6 +241,17 @@ def test_runs_are_named_by_what_differs_from_the_shipped_contender() -> None:
     assert {"ours~4%", "ours~32%", "koordinator~0", "lnuMetrics@1800s"} <= set(names)  # the curves
     assert len(names) == len(set(names))  # ours' shipped knob and upstream's shipped schedule run once
     assert RunSpec("lnuMetrics", 60.0, 2).group == "lnuMetrics@60s"
+
+
+def test_a_run_name_reads_back_as_the_run_it_names() -> None:
+    specs = plan_runs(("ours", "lnuRequests", "lnuMetrics", "koordinator"), uniform=True, sweep=True)
+    assert [run_spec(spec.name) for spec in specs] == specs
+    assert run_spec("lnuMetrics#3") == RunSpec("lnuMetrics", 120.0, 3)
+    assert run_spec("ours~8%") == RunSpec("ours", 60.0, None, "8%") and run_spec("ours~3").knob == 3
+    with pytest.raises(ValueError, match="'upstream#2': expected a contender \\(off, ours, lnuRequests"):
+        run_spec("upstream#2")
+    with pytest.raises(ValueError, match="it would be 'lnuMetrics'"):
+        run_spec("lnuMetrics#1")  # the first tie seed is the plain name
 
 
 def test_the_one_cycle_table_and_the_curves_run_at_50_nodes_only() -> None:
@@ -554,3 +568,19 @@ def test_results_of_several_invocations_merge_by_scenario_with_the_later_run_win
     assert merged["ours_ratio"] == 3.0 and (tmp_path / "quality-bitbrains-50.svg").exists()
     with pytest.raises(ValueError, match="bitbrains-50: no document holds its off and ours runs"):
         merge_results([later], tmp_path)
+    redrawn = {"scenarios": [scenario({"ours": _run(30, 20)}) | {"seed": 2}]}
+    with pytest.raises(ValueError, match="bitbrains-50: runs of seed 2 over 48 h cannot merge with runs of seed 1"):
+        merge_results([first, redrawn], tmp_path)
+
+
+def test_a_saved_document_stamps_runs_measured_now_and_merges_back(tmp_path: Path) -> None:
+    off = _run(0, 1000, None) | {"minimum": {"moves": 10, "exact": True}, "reactionFloor": 5, "hotSeries": [(0.0, 1)]}
+    earlier = {"commit": "abc1234", "date": "2026-11-30 12:00 UTC"}
+    document = {"scenarios": [{"name": "openb-50", "family": "openb", "nodes": 50, "pods": 170, "seed": 1,
+                               "hours": 48.0, "scoredHours": 24.0,
+                               "runs": {"off": off, "ours": _run(3, 4) | {"hotSeries": [], "measured": earlier}}}]}  # fmt: skip
+    save_document(document, tmp_path / "runs.json", measured_now=True)
+    saved = json.loads((tmp_path / "runs.json").read_text())
+    runs = saved["scenarios"][0]["runs"]
+    assert runs["ours"]["measured"] == earlier and set(runs["off"]["measured"]) == {"commit", "date"}
+    assert merge_results([saved], tmp_path)["scenarios"][0]["runs"]["ours"]["evictions"] == 3
