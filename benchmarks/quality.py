@@ -1025,7 +1025,12 @@ def curves(runs: dict[str, dict[str, Any]]) -> dict[Curve, list[tuple[str, dict[
     for (base, _), points in out.items():
         if base in defaults and defaults[base] not in points:
             points.append(defaults[base])
-    return {key: sorted(points, key=lambda p: p[1]["evictions"]) for key, points in out.items() if len(points) > 1}
+
+    def order(point: tuple[str, dict[str, Any]]) -> tuple[int, float, str]:
+        run = point[1]  # by evictions; points of the same evictions by cycle, then knob
+        return run["evictions"], run.get("seconds", 0.0), str(run.get("knob"))
+
+    return {key: sorted(points, key=order) for key, points in out.items() if len(points) > 1}
 
 
 def _does_nothing(run: dict[str, Any], off_heat: float) -> bool:

@@ -304,6 +304,15 @@ def test_curves_hold_each_contenders_knob_on_its_shipped_cycle() -> None:
     assert [m for m in verdict(scenario) if m.startswith("no point")] == []
 
 
+def test_points_of_the_same_evictions_are_in_the_order_of_their_schedule() -> None:
+    runs = {
+        name: _run(0, 100, base="lnuRequests", seconds=seconds, knob=None)
+        for name, seconds in [("lnuRequests@1800s", 1800.0), ("lnuRequests", 120.0), ("lnuRequests@60s", 60.0)]
+    }
+    [points] = curves(runs).values()
+    assert [name for name, _ in points] == ["lnuRequests@60s", "lnuRequests", "lnuRequests@1800s"]
+
+
 def test_moves_are_split_by_their_source_in_the_off_run() -> None:
     off = [(0.0, frozenset({"a", "b"})), (300.0, frozenset({"a"})), (900.0, frozenset())]
     # a: hot in off at 10 s and still at the next cycle (610 s); b: hot at 10 s, cool by 610 s; c: never
