@@ -1342,6 +1342,14 @@ def _cycle(seconds: float) -> str:
     return f"{seconds:g} s" if seconds < 60 else f"{seconds / 60:g} min"
 
 
+def _tie_orders(key: str, row: dict[str, Any]) -> str:
+    """How many of upstream's tie orders a row is the median of (`grouped`)."""
+    if not key.startswith("lnu"):
+        return ""
+    seeds = row.get("seeds", 1)
+    return f", median of {seeds} tie orders" if seeds > 1 else ", one tie order"
+
+
 def render_quality(run: dict[str, Any]) -> str:
     """The tables for RESULTS.md: every contender as it ships, every peer on one 1-min cycle, the curves'
     points; with a picture per scenario."""
@@ -1359,13 +1367,16 @@ def render_quality(run: dict[str, Any]) -> str:
         )
         for key in LABELS:
             if key in runs:
-                seeds = f", median of {len(TIE_SEEDS)} tie orders" if key.startswith("lnu") else ""
-                row_label = f"{LABELS[key]} ({_cycle(SHIPPED_SECONDS[key])}{seeds})"
-                shipped_rows.append(_row(label, row_label, grouped(runs, key), off=key == "off"))
+                row = grouped(runs, key)
+                row_label = f"{LABELS[key]} ({_cycle(SHIPPED_SECONDS[key])}{_tie_orders(key, row)})"
+                shipped_rows.append(_row(label, row_label, row, off=key == "off"))
         for key in ("ours", *PEERS):
             name = key if SHIPPED_SECONDS[key] == UNIFORM_SECONDS else f"{key}@{UNIFORM_SECONDS:g}s"
             if name in runs:
-                uniform_rows.append(_row(label, f"{LABELS[key]} ({_cycle(UNIFORM_SECONDS)})", grouped(runs, name)))
+                row = grouped(runs, name)
+                uniform_rows.append(
+                    _row(label, f"{LABELS[key]} ({_cycle(UNIFORM_SECONDS)}{_tie_orders(key, row)})", row)
+                )
         for (base, kind), points in curves(runs).items():
             for name, point in points:
                 text = f"{LABELS[base]}: {kind} {_knob_text(kind, point)}"

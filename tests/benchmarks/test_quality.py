@@ -232,6 +232,19 @@ def test_upstream_rows_are_the_median_over_tie_seeds_with_their_range() -> None:
     assert grouped(runs, "lnuMetrics@60s") is runs["lnuMetrics@60s"]
 
 
+def test_upstream_rows_say_how_many_tie_orders_they_are_the_median_of() -> None:
+    off = _run(0, 1000, None) | {"minimum": {"moves": 10, "exact": True}, "hotSeries": []}
+    runs = {"off": off} | {
+        name: _run(evictions, 100, hotSeries=[])
+        for name, evictions in [("lnuMetrics", 10), ("lnuMetrics#2", 14), ("lnuRequests", 0), ("lnuMetrics@60s", 30)]
+    }
+    scenario = {"name": "openb-50", "family": "openb", "nodes": 50, "pods": 170, "seed": 1, "runs": runs}
+    text = render_quality({"scenarios": [scenario]})
+    assert "| upstream LNU, metrics (2 min, median of 2 tie orders) | 12 (10–14) |" in text
+    assert "| upstream LNU, requests (2 min, one tie order) | 0 |" in text
+    assert "| upstream LNU, metrics (1 min, one tie order) | 30 |" in text
+
+
 def test_runs_are_named_by_what_differs_from_the_shipped_contender() -> None:
     assert [spec.name for spec in plan_runs(("koordinator",))] == ["off", "koordinator"]
     assert [spec.name for spec in plan_runs(("ours",))] == ["off", "ours"]
