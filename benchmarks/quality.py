@@ -3,6 +3,8 @@ simulated day.
 
     .venv/bin/python -m benchmarks.quality [--family bitbrains openb --nodes 50 300 --seed 1 --hours 24]
     .venv/bin/python -m benchmarks.run quality          # every family at both sizes, into RESULTS.md
+    .venv/bin/python -m benchmarks.quality --family openb --nodes 300 --runs lnuMetrics#3 --save F.json
+    .venv/bin/python -m benchmarks.quality --merge benchmarks/quality-runs/openb-300-*.json
 
 Each scenario (benchmarks/scenarios.py: a family of trace clusters at a size) runs once per contender
 through `Simulation` (the real cache, planning loop, executor and migration controller against the
@@ -130,7 +132,6 @@ MINIMUM_SECONDS = 30.0  # the solver's time for one node's minimum; past it, its
 SLOW_CONTENDERS = ("lnuMetrics", "koordinator", "ours")  # the most moves, so the most busy steps: run first
 FLAP_SECONDS = 3600.0  # a replacement moved again sooner than this counts as ping-pong
 CHARTS = Path(__file__).resolve().parent
-QUALITY_RUNS = CHARTS / "quality-runs"  # the runs' documents (--save), merged into RESULTS.md's tables and charts
 CHART_BUCKET_HOURS = 0.5  # the picture: hot nodes averaged per half hour
 
 
@@ -1191,7 +1192,7 @@ def merge_results(documents: Sequence[dict[str, Any]], folder: Path = CHARTS) ->
 
 
 def save_document(document: dict[str, Any], path: Path, *, measured_now: bool) -> None:
-    """`document` as compact JSON at `path` (QUALITY_RUNS keeps the runs RESULTS.md is made from); with
+    """`document` as compact JSON at `path` (benchmarks/quality-runs keeps the runs RESULTS.md is made from); with
     `measured_now`, each run not stamped yet is stamped with this commit and the date."""
     from benchmarks.run import machine
 
