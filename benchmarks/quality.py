@@ -1157,10 +1157,18 @@ def run_quality(
     return summary(scenarios)
 
 
+def _measured_before(run: dict[str, Any], known: dict[str, Any] | None) -> bool:
+    """Whether `run` was measured before `known`, a run of the same name (both stamped by `save_document`)."""
+    if known is None or "measured" not in run or "measured" not in known:
+        return False
+    return bool(run["measured"]["date"] < known["measured"]["date"])
+
+
 def merge_results(documents: Sequence[dict[str, Any]], folder: Path = CHARTS) -> dict[str, Any]:
     """Several invocations' results as one (the full run takes hours, so it is made in parts): scenarios
-    by name, a later document's run replacing an earlier one of the same name, each run's ratio to its
-    scenario's minimum recomputed, then `summary` (the verdicts) and the charts."""
+    by name, a run replacing one of the same name that was measured before it (or, where either is not
+    stamped, that comes in an earlier document), each run's ratio to its scenario's minimum recomputed,
+    then `summary` (the verdicts) and the charts."""
     scenarios: dict[str, dict[str, Any]] = {}
     for document in documents:
         for scenario in document["scenarios"]:
@@ -1171,7 +1179,9 @@ def merge_results(documents: Sequence[dict[str, Any]], folder: Path = CHARTS) ->
                     f"{scenario['name']}: runs of seed {other[0]} over {other[1]:g} h cannot merge with runs of "
                     f"seed {drawn[0]} over {drawn[1]:g} h (a different draw or span is a different scenario)"
                 )
-            known["runs"].update(scenario["runs"])
+            for name, run in scenario["runs"].items():
+                if not _measured_before(run, known["runs"].get(name)):
+                    known["runs"][name] = run
     merged = []
     for name, scenario in scenarios.items():
         runs = scenario["runs"]
@@ -1202,6 +1212,41 @@ def save_document(document: dict[str, Any], path: Path, *, measured_now: bool) -
             for run in scenario["runs"].values():
                 run.setdefault("measured", stamp)
     path.write_text(json.dumps(document, separators=(",", ":"), default=str) + "\n")
+
+
+# What RESULTS.md does not show of a run, left out of results.json (the saved runs keep it).
+UNRECORDED = ("hotSeries", "pingPongDetails", "jobs")
+
+
+def record(run: dict[str, Any], results_json: Path, results_md: Path) -> dict[str, Any]:
+    """`run`, a merge of saved runs, as the quality benchmark's entry of `results_json` (with when and at
+    which commits its runs were measured, and their wall seconds added up), and `results_md` rendered again."""
+    from benchmarks.run import BENCHMARKS, load_results, render
+
+    stamps = [r["measured"] for s in run["scenarios"] for r in s["runs"].values() if "measured" in r]
+    if not stamps:
+        raise ValueError("none of the runs is stamped with when it was measured: save them with --save")
+    scenarios = [
+        {**s, "runs": {k: {f: v for f, v in r.items() if f not in UNRECORDED} for k, r in s["runs"].items()}}
+        for s in run["scenarios"]
+    ]
+    dates = sorted(stamp["date"] for stamp in stamps)
+    entry = {
+        "date": dates[-1],
+        "runs": [{**run, "scenarios": scenarios}],
+        "seconds": round(sum(r.get("wallSeconds", 0.0) for s in scenarios for r in s["runs"].values()), 1),
+        "merged": {
+            "runs": sum(len(s["runs"]) for s in scenarios),
+            "first": dates[0],
+            "last": dates[-1],
+            "commits": sorted({stamp["commit"] for stamp in stamps}),
+        },
+    }
+    results = load_results(results_json)
+    results.setdefault("benchmarks", {})["quality"] = entry
+    results_json.write_text(json.dumps(results, indent=1) + "\n")
+    results_md.write_text(render(results, BENCHMARKS))
+    return entry
 
 
 def _run_order(name: str) -> tuple[int, str]:
@@ -1452,9 +1497,16 @@ def main() -> None:
         nargs="+",
         type=Path,
         metavar="JSON",
-        help="combine earlier runs' JSON (later wins) instead of running",
+        help="combine earlier runs' JSON (of two runs of a name, the one measured later) instead of running",
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="with --merge: store the merge as the quality benchmark's result in results.json and render RESULTS.md",
     )
     args = parser.parse_args()
+    if args.record and not args.merge:
+        parser.error("--record stores a merge: name the saved runs with --merge")
     configure_logging("warning")  # on stderr, so stdout is the JSON and the table
     if args.merge:
         decoder = json.JSONDecoder()
@@ -1483,6 +1535,10 @@ def main() -> None:
             uniform_sizes=() if args.no_uniform else UNIFORM_SIZES,
             sweep_sizes=args.sweep,
         )
+    if args.record:
+        from benchmarks.run import RESULTS_JSON, RESULTS_MD
+
+        record(run, RESULTS_JSON, RESULTS_MD)
     if args.save:
         save_document(run, args.save, measured_now=not args.merge)
     print(json.dumps(run, indent=1, default=str))

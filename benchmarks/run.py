@@ -122,11 +122,22 @@ def benchmark_section(bench: Benchmark, entry: Mapping[str, Any]) -> str:
     header = ["metric", "median", "min–max", "target", "verdict"]
     rows = [metric_row(m, pooled(runs, m.key)) for m in bench.metrics]
     samples = max((len(pooled(runs, m.key)) for m in bench.metrics), default=0)
+    if merged := entry.get("merged"):  # made in parts and merged (the quality benchmark's `record`)
+        source = (
+            f"Merged from {merged['runs']} runs saved in benchmarks/quality-runs/, measured {merged['first']} to "
+            f"{merged['last']} at commits {', '.join(merged['commits'])}; their wall times add up to "
+            f"{entry.get('seconds', 0) / 3600:.1f} h."
+        )
+    else:
+        fewer = " (fewer runs for the heaviest benchmarks)" if bench.runs < 3 else ""
+        source = (
+            f"{len(runs)} run(s), each in a fresh process; {samples} sample(s) pooled per metric{fewer}. "
+            f"Measured {entry.get('date', '?')}."
+        )
     lines = [
         f"### {bench.title} (`{bench.name}`)",
         "",
-        f"{len(runs)} run(s), each in a fresh process; {samples} sample(s) pooled per metric"
-        f"{' (fewer runs for the heaviest benchmarks)' if bench.runs < 3 else ''}. Measured {entry.get('date', '?')}.",
+        source,
         "",
         markdown_table(header, rows),
     ]
@@ -548,77 +559,7 @@ def controller_process(kubeconfig: str) -> dict[str, Sample]:
 
 
 # What the quality figures say, written after reading them (benchmarks/quality.py explains the method).
-QUALITY_NOTE = (
-    "Every contender runs at its shipped cadence and reads metrics as they are published "
-    '(benchmarks/README.md, "What each contender ships"); two simulated days, the second scored; the '
-    "hindsight minimum over the second day's 10-min cycles of the off run. Runs were made with four "
-    "processes sharing the 2 cores, so the wall times below are about twice a quiet machine's.\n"
-    "\n"
-    "What was measured (bitbrains-diurnal-50, day 2; evictions / hot-node-minutes):\n"
-    "- **Off** leaves 2,602 hot-node-minutes; the minimum is 38 evictions.\n"
-    "- **Ours as it ships** (60 s cycle, metrics.k8s.io 15 s means): 168 / 137, that is 4.42× the minimum"
-    " and 5.3% of off's hot-node-minutes, 3 ping-pong (1.8% of its moves), 35 workloads moved more than "
-    "once (5.8% of 600 pods), 0 failed moves, 0 limit violations. The one-day table at a 10-min cycle "
-    "(RESULTS.md before 2026-11-29) had 78 / 354 for the same family; with the shipped 60 s cycle, the "
-    "published metrics and the second day scored, hot-node-minutes fall by 61% and evictions double.\n"
-    "- **Koordinator as it ships** (10 s cycle, NodeMetric every 60 s as a 300 s mean, acting on the 6th "
-    "consecutive hot reading): 229 / 591, 6.03× the minimum, 10 ping-pong, 49 workloads moved more than "
-    "once. Ours as it ships has 27% fewer evictions and 77% fewer hot-node-minutes: it dominates. The 300"
-    " s mean is most of Koordinator's heat: a 5-min rise reaches its reading in full only 5 min later, "
-    "whatever its debounce, and its curve over consecutiveAbnormalities 0-5 is flat and not monotonic "
-    "(339-436 evictions / 557-678 hot-node-minutes for 0-4; 5 has the fewest evictions).\n"
-    "- **Upstream LNU, metrics, as it ships** (CronJob every 2 min, the latest metrics.k8s.io reading; "
-    "median of 3 tie orders, range in brackets): 1,688 (1,676-1,725) / 2,037 (1,977-2,055), 1,441 "
-    "ping-pong: its pooled headroom and its stop just under high make every burst a move whose pod lands "
-    "on a node that bursts next. Ours dominates it by 10× on evictions and 15× on heat. Slower schedules "
-    "cut its evictions (30 min: 119) but never its heat below 1,877.\n"
-    "- **Upstream LNU, requests**: 0 evictions at every schedule, 2,602 hot-node-minutes, the same as "
-    "off: the scenario's pods are placed by a request-spreading scheduler, so no node is over by "
-    "requests. Ours cannot dominate a contender that does nothing (no point of any curve has 0 evictions "
-    "and fewer than off's heat); the verdict lists this as missed, and the target should leave out a peer"
-    " whose point is off's.\n"
-    "- **On the curves**, every Koordinator and LNU metrics point has a point of ours with no more "
-    "evictions and fewer hot-node-minutes (Koordinator's 229 / 591: ours' 16% budget, 102 / 425; LNU "
-    "metrics at 30 min, 119 / 2,252: ours' 4% budget, 34 / 844).\n"
-    "- **Ours' churn budget** (`limits.maxEvictionsPerHour`, new: 4, 8, 16, 32% of the 50 nodes, 2-16 "
-    "evictions an hour): 34 / 844, 57 / 624, 102 / 425, 154 / 329. A budget buys churn with heat along a "
-    "smooth curve, from 0.90× the minimum to 4.05×; no budget point is as cool as no budget, because the "
-    "morning ramp needs more than 16 evictions an hour and a budget spends itself on the first part of it"
-    " (32% gives up 8% of the evictions for 2.4× the hot-node-minutes). So the default stays without a "
-    "budget; the budget is the knob for users who put churn first. Ours' debounce "
-    "(consecutiveAbnormalities 3, 6, 11 at 60 s) measured 170 / 356, 45 / 791 and 29 / 931: a debounce of"
-    " 2 min only adds heat, and longer ones land near the budget's curve; it stays at 1. ours' plan names"
-    " it when it binds: `limit maxEvictionsPerHour 8% of 50 nodes = 4 reached (4 evicted in the last "
-    "hour)`.\n"
-    "\n"
-    "Targets missed by ours as it ships, and why:\n"
-    "- **Evictions ≤ 2× the minimum** (4.42×): of the 168 moves, 103 came off nodes that were below high "
-    "in the off run at that time and had received a moved pod (hot from what was moved onto them), 33 off"
-    " nodes that would have been below high again 10 min later without a descheduler, 20 ahead of a "
-    "crossing (lookAhead). Reacting every minute to bursty VMs moves pods whose burst falls back, and "
-    "moved pods make their targets hot later. Under a budget, 2× is reached only at 8% (1.50×, with 624 "
-    "hot-node-minutes, 24% of off's).\n"
-    "- **Hot-node-minutes ≤ 5% of off's** (5.3%): 46 of the 137 are before a cycle could see the node "
-    "(the 15 s metric and the 60 s cycle), 135 on nodes ours had moved pods off or onto; the reaction "
-    "floor is 135.\n"
-    "- **Ping-pong ≤ 1%** (3 of 168) and **moved more than once ≤ 1% of pods** (35 of 600): the same "
-    "bursty VMs, moved again when they burst on their new node.\n"
-    "- What would close them is what the last quality note found with the day's future given to ours: "
-    "placing a moved pod with its target's next 2 h known (0 ping-pong, fewer placed moves), which no "
-    "rule read from the past did on these VMs.\n"
-    "\n"
-    "Not measured in this session (the estimated full run is about 10 h on 2 cores): the one-cycle "
-    "table's Koordinator at 60 s and upstream's other tie orders at 60 s (the table shows upstream's "
-    "first tie order, from the curve), the other three families, and the 300-node scenarios. Off and ours"
-    " ran twice (once with the peers, once with ours' budget curve) with the same figures to the minute. "
-    "A 50-node two-day run took 50-275 s (off, LNU requests), 450-670 s (ours, Koordinator) and up to "
-    "2,090 s (LNU metrics at 1 min: 3,242 evictions) of wall time with the cores shared; a 300-node run "
-    "costs several times that, and upstream's three tie orders and the one-cycle table double the runs. "
-    "The benchmark's own target (the whole run within 90 min on 2 cores) is missed by that much; what "
-    "would close it is a cheaper simulated step (most of a step is writing every pod's PodMetrics to the "
-    "fake API server every 15 s and the kubelet listing every pod), or fewer runs (one tie order where a "
-    "scenario's pods have no ties)."
-)
+QUALITY_FINDINGS = HERE / "quality-findings.md"
 
 
 def child_quality() -> dict[str, Sample]:
@@ -1153,7 +1094,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("scenarios_missed", "scenarios where a target is missed", "", ("<=", 0.0), 0),
         ),
         child_quality,
-        QUALITY_NOTE,
+        QUALITY_FINDINGS.read_text().strip(),
         _quality_extra,
         # Every family at both sizes with the one-cycle table and the curves at 50 nodes: about 10 h on 2 cores
         # (a 50-node run of two days takes 260-340 s, a 300-node one several times that; 2026-11-29).

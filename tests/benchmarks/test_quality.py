@@ -41,6 +41,7 @@ from benchmarks.quality import (
     move_causes,
     ours_policy,
     plan_runs,
+    record,
     removals_needed,
     render_quality,
     run_one,
@@ -593,6 +594,47 @@ def test_results_of_several_invocations_merge_by_scenario_with_the_later_run_win
     redrawn = {"scenarios": [scenario({"ours": _run(30, 20)}) | {"seed": 2}]}
     with pytest.raises(ValueError, match="bitbrains-50: runs of seed 2 over 48 h cannot merge with runs of seed 1"):
         merge_results([first, redrawn], tmp_path)
+
+
+def test_of_two_runs_of_a_name_the_one_measured_later_wins_whatever_the_order_of_the_documents(
+    tmp_path: Path,
+) -> None:
+    def document(ours: dict[str, Any]) -> dict[str, Any]:
+        off = _run(0, 1000, None) | {"minimum": {"moves": 10, "exact": True}, "hotSeries": [(0.0, 1)]}
+        return {"scenarios": [{"name": "openb-50", "family": "openb", "nodes": 50, "pods": 170, "seed": 1,
+                               "hours": 48.0, "scoredHours": 24.0, "runs": {"off": off, "ours": ours}}]}  # fmt: skip
+
+    again = document(_run(5, 6, measured={"commit": "def5678", "date": "2026-12-01 09:00 UTC"}, hotSeries=[]))
+    first = document(_run(3, 4, measured={"commit": "abc1234", "date": "2026-11-30 12:00 UTC"}, hotSeries=[]))
+    for order in ([first, again], [again, first]):
+        assert merge_results(order, tmp_path)["scenarios"][0]["runs"]["ours"]["evictions"] == 5
+
+
+def test_a_recorded_merge_is_the_quality_entry_of_the_results_and_renders_with_where_it_came_from(
+    tmp_path: Path,
+) -> None:
+    stamp = {"commit": "abc1234", "date": "2026-11-30 12:00 UTC"}
+    off = _run(0, 1000, None) | {"minimum": {"moves": 10, "exact": True}, "hotSeries": [(0.0, 1)]}
+    ours = _run(3, 4, day1Evictions=7, unreadyPodSecondsPerMove=None, hotSeries=[(0.0, 0)], jobs={"j": {}})
+    document = {"scenarios": [{"name": "openb-50", "family": "openb", "nodes": 50, "pods": 170, "seed": 1,
+                               "hours": 48.0, "scoredHours": 24.0,
+                               "runs": {"off": off | {"measured": stamp, "wallSeconds": 30.0},
+                                        "ours": ours | {"measured": {"commit": "def5678", "date": "2026-12-01 09:00 UTC"},
+                                                        "wallSeconds": 90.5}}}]}  # fmt: skip
+    results_json, results_md = tmp_path / "results.json", tmp_path / "RESULTS.md"
+    results_json.write_text(json.dumps({"benchmarks": {"decode": {"date": "d", "runs": [{"seconds": 1.0}]}}}))
+    entry = record(merge_results([document], tmp_path), results_json, results_md)
+    assert entry["merged"] == {"runs": 2, "first": stamp["date"], "last": "2026-12-01 09:00 UTC",
+                               "commits": ["abc1234", "def5678"]}  # fmt: skip
+    stored = json.loads(results_json.read_text())["benchmarks"]
+    assert set(stored) == {"decode", "quality"} and stored["quality"]["seconds"] == 120.5
+    assert "hotSeries" not in stored["quality"]["runs"][0]["scenarios"][0]["runs"]["ours"]
+    text = results_md.read_text()
+    assert "Merged from 2 runs saved in benchmarks/quality-runs/, measured 2026-11-30 12:00 UTC to 2026-12-01 " in text
+    assert "| openb-50 (170 pods, minimum 10) | ours (LowNodeLoad) (1 min) | 3 | 7 |" in text
+    unstamped = json.loads(json.dumps(document).replace('"measured"', '"x"'))
+    with pytest.raises(ValueError, match="none of the runs is stamped"):
+        record(merge_results([unstamped], tmp_path), results_json, results_md)
 
 
 def test_a_saved_document_stamps_runs_measured_now_and_merges_back(tmp_path: Path) -> None:
