@@ -1221,7 +1221,7 @@ UNRECORDED = ("hotSeries", "pingPongDetails", "jobs")
 def record(run: dict[str, Any], results_json: Path, results_md: Path) -> dict[str, Any]:
     """`run`, a merge of saved runs, as the quality benchmark's entry of `results_json` (with when and at
     which commits its runs were measured, and their wall seconds added up), and `results_md` rendered again."""
-    from benchmarks.run import BENCHMARKS, load_results, render
+    from benchmarks.run import BENCHMARKS, load_results, render, save_results
 
     stamps = [r["measured"] for s in run["scenarios"] for r in s["runs"].values() if "measured" in r]
     if not stamps:
@@ -1244,7 +1244,7 @@ def record(run: dict[str, Any], results_json: Path, results_md: Path) -> dict[st
     }
     results = load_results(results_json)
     results.setdefault("benchmarks", {})["quality"] = entry
-    results_json.write_text(json.dumps(results, indent=1) + "\n")
+    save_results(results, results_json)
     results_md.write_text(render(results, BENCHMARKS))
     return entry
 

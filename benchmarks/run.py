@@ -121,7 +121,6 @@ def benchmark_section(bench: Benchmark, entry: Mapping[str, Any]) -> str:
     runs: list[dict[str, Any]] = entry.get("runs", [])
     header = ["metric", "median", "min–max", "target", "verdict"]
     rows = [metric_row(m, pooled(runs, m.key)) for m in bench.metrics]
-    samples = max((len(pooled(runs, m.key)) for m in bench.metrics), default=0)
     if merged := entry.get("merged"):  # made in parts and merged (the quality benchmark's `record`)
         source = (
             f"Merged from {merged['runs']} runs saved in benchmarks/quality-runs/, measured {merged['first']} to "
@@ -129,6 +128,7 @@ def benchmark_section(bench: Benchmark, entry: Mapping[str, Any]) -> str:
             f"{entry.get('seconds', 0) / 3600:.1f} h."
         )
     else:
+        samples = max((len(pooled(runs, m.key)) for m in bench.metrics), default=0)
         fewer = " (fewer runs for the heaviest benchmarks)" if bench.runs < 3 else ""
         source = (
             f"{len(runs)} run(s), each in a fresh process; {samples} sample(s) pooled per metric{fewer}. "
@@ -1158,6 +1158,10 @@ def run_child(bench: Benchmark, env: Mapping[str, str]) -> dict[str, Any]:
     return result
 
 
+def save_results(results: Mapping[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(results, indent=1) + "\n")
+
+
 def load_results(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
@@ -1217,7 +1221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # A failed run does not wipe the last measurement: it stays, with the failure beside it.
                 entry = {**previous, "error": f"the run of {entry['date']} failed: {entry['error']}"}
             stored[bench.name] = entry
-            results_path.write_text(json.dumps(results, indent=1) + "\n")
+            save_results(results, results_path)
             args.output.write_text(render(results, BENCHMARKS))
     args.output.write_text(render(results, BENCHMARKS))
     print(f"wrote {args.output}", file=sys.stderr)
