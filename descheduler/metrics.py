@@ -211,6 +211,13 @@ EXTENDER_LEASE_RENEWED = Gauge(
 )
 for _result in ("ok", "forbidden", "error"):
     EXTENDER_LEASE_RENEWALS.labels(_result)
+EXTENDER_BINDS_REFUSED = Counter(
+    "descheduler_extender_binds_refused_total",
+    "Bind requests the extender refused by the check that failed (reason: the refusal code, e.g. "
+    "TaintNotTolerated, NodeAffinity, BindSchedulerNameNotServed): a binding kube-scheduler's filters would not make.",
+    ["reason"],
+    registry=REGISTRY,
+)
 
 
 def sample(name: str, labels: dict[str, str] | None = None) -> float:

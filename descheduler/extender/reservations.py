@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -33,7 +33,7 @@ from descheduler import decode
 from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.client import KubeApiError, KubeClient
 from descheduler.migration.objects import API_VERSION, RESERVATIONS
-from descheduler.model import Pod, Reservation
+from descheduler.model import Node, Pod, Reservation
 from descheduler.timestamps import parse_time
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ REPLACEMENT_ELSEWHERE: Final = "ReplacementElsewhere"
 CONFLICT_RETRIES: Final = 5
 SENT_BACK_REMEMBERED: Final = 4096  # (pod, Reservation) pairs already refused once, newest kept
 _EPOCH: Final = datetime.min.replace(tzinfo=UTC)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +168,24 @@ class ReservationWriter:
                 name = (raw.get("metadata") or {}).get("name")
                 log.info("extender: skipping unreadable Reservation %s: %s", name, err)
         return records
+
+    def read_pod(self, namespace: str, name: str) -> Pod | None:
+        """The pod as the API holds it now; None when it does not exist."""
+        raw = self._read(f"/api/v1/namespaces/{namespace}/pods/{name}", decode.RawPod)
+        return decode.pod_from_raw(raw) if raw is not None else None
+
+    def read_node(self, name: str) -> Node | None:
+        """The node as the API holds it now; None when it does not exist."""
+        raw = self._read(f"/api/v1/nodes/{name}", decode.RawNode)
+        return decode.node_from_raw(raw) if raw is not None else None
+
+    def _read(self, path: str, kind: type[_T]) -> _T | None:
+        try:
+            return msgspec.json.decode(self.client.request("GET", path), type=kind)
+        except KubeApiError as err:
+            if err.status == 404:
+                return None
+            raise
 
     def _write_status(self, raw: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """PUT the status subresource with the object's resourceVersion: a stale write is a 409."""

@@ -34,8 +34,11 @@ import msgspec
 import numpy as np
 
 from descheduler import metrics
+from descheduler.decode import DecodeError
 from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
+from descheduler.extender.binding import CODES as BIND_CODES
+from descheduler.extender.binding import bind_refusal
 from descheduler.extender.decisions import refuse_everywhere
 from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationRecord, ReservationWriter
@@ -43,6 +46,7 @@ from descheduler.extender.scheduler_names import SchedulerNames
 from descheduler.extender.sources import ClusterSource
 from descheduler.extender.state import AssumedPods, Candidates, ClusterState, apply_reservation, release_pod
 from descheduler.extender.yielding import RequestsFirst
+from descheduler.kube.client import KubeApiError
 from descheduler.model import Pod, Reservation
 from descheduler.periodic import Periodic
 from descheduler.policy import SchedulingArgs
@@ -52,8 +56,10 @@ from descheduler.scheduling.quota import DEFAULT_PARENT_LABEL, DEFAULT_QUOTA_LAB
 
 log = logging.getLogger(__name__)
 
+for _code in BIND_CODES:  # every reason shows from the start, at 0
+    metrics.EXTENDER_BINDS_REFUSED.labels(_code)
+
 POD_CACHE_SIZE = 256
-RECENT_PODS = 4096  # pods asked about, by UID, for the bind verb (kube-scheduler filters before it binds)
 REBUILD_SWITCH_INTERVAL = 0.0005  # seconds: how long a request may wait for the GIL while the state is rebuilt
 
 
@@ -110,7 +116,6 @@ class Extender:
         self._reservation_changes: dict[str, tuple[Reservation | None, float]] = {}
         self._leaving: dict[str, float] = {}  # pod UID -> when seen leaving, until a rebuild shows it
         self._gone: dict[str, tuple[Pod, float]] = {}  # pod UID -> the pod and when seen gone, likewise
-        self._recent_pods: OrderedDict[str, Pod] = OrderedDict()
         self._recent_lock = threading.Lock()
         source.watch_bindings(self.observe_binding)
         source.watch_reservations(self.observe_reservation)
@@ -341,27 +346,39 @@ class Extender:
         return b"[" + b"".join(pieces.tolist())[:-1] + b"]"
 
     def bind(self, body: bytes) -> bytes:
-        """An ExtenderBindingArgs body in, an ExtenderBindingResult body out: the pod's Reservation is
-        consumed (or failed), then the pod bound; any failure is the result's Error."""
+        """An ExtenderBindingArgs body in, an ExtenderBindingResult body out: the pod and the node are read
+        fresh and checked (`binding.bind_refusal`), then the pod's Reservation is consumed (or failed) and
+        the pod bound; any refusal or failure is the result's Error."""
         args = protocol.decode_binding(body)
         key = f"{args.PodNamespace}/{args.PodName}"
         if self.writer is None:
             error = "this extender answers from a snapshot file: it cannot bind pods"
         else:
-            pod = self._bound_pod(args.PodUID, args.PodNamespace, args.PodName)
-            if pod is None:
-                error = f"pod {key} is unknown to the extender (not asked about, not in its cache)"
-            else:
-                if self.scheduler_names is not None:
-                    self.scheduler_names.check(pod)
-                try:
-                    self.writer.bind(pod, args.Node, self._wrote_reservation, self._claimable)
-                    error = ""
-                except BindError as err:
-                    error = str(err)
+            try:
+                error = self._bind(self.writer, args.PodNamespace, args.PodName, args.PodUID, args.Node)
+            except BindError as err:
+                error = str(err)
         if error:
             log.info("extender: bind %s to %s: %s", key, args.Node, error)
         return msgspec.json.encode(ExtenderBindingResult(Error=protocol.printable(error)))
+
+    def _bind(self, writer: ReservationWriter, namespace: str, name: str, uid: str, node_name: str) -> str:
+        """Bind after the checks; the refusal's words when one fails, "" when bound."""
+        key = f"{namespace}/{name}"
+        try:
+            pod = writer.read_pod(namespace, name)
+            node = writer.read_node(node_name)
+        except (KubeApiError, ClusterUnreachableError, msgspec.ValidationError, DecodeError) as err:
+            raise BindError(f"could not read pod {key} or node {node_name} to check the binding: {err}") from None
+        served = self.scheduler_names.names if self.scheduler_names is not None else None
+        refusal = bind_refusal(pod, uid, key, node, node_name, served)
+        if refusal is not None:
+            metrics.EXTENDER_BINDS_REFUSED.labels(refusal.code).inc()
+            log.warning("extender: refused to bind pod %s to node %s: %s", key, node_name, refusal)
+            return f"refused to bind pod {key} to node {node_name}: {refusal}"
+        assert pod is not None
+        writer.bind(pod, node_name, self._wrote_reservation, self._claimable)
+        return ""
 
     def _claimable(self, reservation: Reservation) -> bool:
         state = self._state
@@ -393,24 +410,6 @@ class Extender:
         room at once."""
         record = ReservationRecord.of(dict(raw))
         self.observe_reservation(record.name, record.reservation)
-
-    def _bound_pod(self, uid: str, namespace: str, name: str) -> Pod | None:
-        """The pod kube-scheduler binds: as it was sent to filter (by UID), else from the source."""
-        with self._recent_lock:
-            pod = self._recent_pods.get(uid) if uid else None
-        if pod is not None and (pod.namespace, pod.name) == (namespace, name):
-            return pod
-        found = self.source.pod(namespace, name)
-        return found if found is not None and (not uid or found.uid in ("", uid)) else None
-
-    def _remember_pod(self, pod: Pod) -> None:
-        if not pod.uid:
-            return
-        with self._recent_lock:
-            self._recent_pods[pod.uid] = pod
-            self._recent_pods.move_to_end(pod.uid)
-            while len(self._recent_pods) > RECENT_PODS:
-                self._recent_pods.popitem(last=False)
 
     def _prepare(self, body: bytes, *, seen: bool) -> tuple[Request, ClusterState, Candidates]:
         """The request decoded and its names as rows of the newest state, which it is then answered
@@ -455,7 +454,6 @@ class Extender:
                 self._pods[raw] = pod
                 while len(self._pods) > POD_CACHE_SIZE:
                     self._pods.popitem(last=False)
-            self._remember_pod(pod)
             if self.scheduler_names is not None:  # once per decoded pod: prioritize sends the same bytes
                 self.scheduler_names.check(pod)
         return pod

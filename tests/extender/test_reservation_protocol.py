@@ -17,8 +17,10 @@ from descheduler.extender import CacheSource, Extender, ExtenderServer, RefreshT
 from descheduler.extender.command import EXTENDER_KINDS
 from descheduler.extender.lease import SchedulerLease
 from descheduler.extender.reservations import BindError, ReservationWriter
+from descheduler.extender.scheduler_names import SchedulerNames
 from descheduler.fakecluster.apiserver import FakeApiServer, Store
 from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
+from descheduler.metrics import REGISTRY
 from descheduler.migration.objects import SCHEDULER_LEASE
 from descheduler.model import OwnerRef, Pod
 from descheduler.policy import default_policy
@@ -287,7 +289,123 @@ def test_binding_a_pod_that_is_gone_returns_the_error_and_gives_the_room_back(si
         writer.bind(ghost, "cool")
     assert side.status("r-1")["phase"] == "Available" and "consumedBy" not in side.status("r-1")
     answer = side.bind("ghost", "cool")
-    assert "unknown to the extender" in answer["Error"]
+    assert answer["Error"] == f"refused to bind pod {NS}/ghost to node cool: pod {NS}/ghost does not exist"
+
+
+# ---------------------------------------------------------------------- the checks every bind passes
+
+
+def _refused(reason: str) -> float:
+    return REGISTRY.get_sample_value("descheduler_extender_binds_refused_total", {"reason": reason}) or 0.0
+
+
+@pytest.mark.parametrize(
+    ("node_change", "pod_spec", "reason", "words"),
+    [
+        (
+            {"spec": {"taints": [{"key": "dedicated", "value": "secure", "effect": "NoSchedule"}]}},
+            {},
+            "TaintNotTolerated",
+            "taint dedicated=secure:NoSchedule not tolerated",
+        ),
+        (
+            {"spec": {"taints": [{"key": "drain", "effect": "NoExecute"}]}},
+            {},
+            "TaintNotTolerated",
+            "taint drain:NoExecute not tolerated",
+        ),
+        ({"spec": {"unschedulable": True}}, {}, "BindNodeUnschedulable", "node cool is cordoned"),
+        ({}, {"nodeSelector": {"disk": "ssd"}}, "NodeAffinity", "nodeSelector disk=ssd does not match"),
+        (
+            {},
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["other"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                }
+            },
+            "NodeAffinity",
+            "required node affinity does not match",
+        ),
+    ],
+    ids=["taint", "noexecute-taint", "cordoned", "node-selector", "node-affinity"],
+)
+def test_a_bind_onto_a_node_the_pod_must_not_run_on_is_refused_and_the_pod_stays_unbound(
+    side: Side, node_change: dict[str, Any], pod_spec: dict[str, Any], reason: str, words: str
+) -> None:
+    node = _node("cool")
+    for part, fields in node_change.items():
+        node[part] = {**node.get(part, {}), **fields}
+    pod = _pod("victim")
+    pod["spec"].update(pod_spec)
+    side.store.update(node)
+    side.store.load([pod])
+    before = _refused(reason)
+    answer = side.bind("victim", "cool")
+    assert answer["Error"].startswith(f"refused to bind pod {NS}/victim to node cool: ") and words in answer["Error"]
+    assert side.node_of("victim") == "" and _refused(reason) == before + 1
+
+
+def test_a_pod_that_tolerates_and_matches_the_node_is_bound(side: Side) -> None:
+    node = _node("cool")
+    node["metadata"]["labels"]["disk"] = "ssd"
+    node["spec"] = {"unschedulable": True, "taints": [{"key": "dedicated", "value": "secure", "effect": "NoSchedule"}]}
+    pod = _pod("tolerant")
+    pod["spec"]["nodeSelector"] = {"disk": "ssd"}
+    pod["spec"]["tolerations"] = [
+        {"key": "dedicated", "operator": "Equal", "value": "secure", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    side.store.update(node)
+    side.store.load([pod])
+    assert side.bind("tolerant", "cool") == {"Error": ""}
+    assert side.node_of("tolerant") == "cool"
+
+
+def test_a_bind_of_a_bound_pod_a_replaced_pod_or_onto_a_missing_node_is_refused(side: Side) -> None:
+    bound = _pod("bound")
+    bound["spec"]["nodeName"] = "other"
+    side.store.load([bound, _pod("here")])
+    assert side.bind("bound", "cool")["Error"].endswith(f"pod {NS}/bound is already bound to node other")
+    assert side.node_of("bound") == "other"
+    assert "does not exist" in side.bind("here", "ghost-node")["Error"]
+    body = json.dumps({"PodName": "here", "PodNamespace": NS, "PodUID": "uid-of-an-earlier-pod", "Node": "cool"})
+    status, answer = Client(side.http.port).post("bind", body.encode())
+    assert status == 200 and "has UID uid-here, not the uid-of-an-earlier-pod" in answer["Error"]
+    assert side.node_of("here") == ""
+
+
+def test_a_pod_of_a_scheduler_name_the_extender_does_not_serve_is_not_bound(side: Side) -> None:
+    side.extender.scheduler_names = SchedulerNames(["load-aware-scheduler"])
+    stranger, served = _pod("stranger"), _pod("served")
+    served["spec"]["schedulerName"] = "load-aware-scheduler"
+    side.store.load([stranger, served])
+    answer = side.bind("stranger", "cool")["Error"]
+    assert "has schedulerName default-scheduler, which this extender does not serve" in answer
+    assert side.node_of("stranger") == ""
+    assert side.bind("served", "cool") == {"Error": ""} and side.node_of("served") == "cool"
+
+
+def test_a_bind_reads_the_pod_from_the_api_not_from_what_a_filter_request_claimed(side: Side) -> None:
+    """A caller cannot filter a forged pod (tolerating every taint) and then bind the real one by its name."""
+    node = _node("cool")
+    node["spec"] = {"taints": [{"key": "dedicated", "value": "secure", "effect": "NoSchedule"}]}
+    side.store.update(node)
+    side.store.load([_pod("victim")])
+    forged = _pod("victim")
+    forged["spec"]["tolerations"] = [{"operator": "Exists"}]
+    _filter(side, forged)
+    assert "not tolerated" in side.bind("victim", "cool")["Error"]
+    assert side.node_of("victim") == ""
 
 
 # ---------------------------------------------------------------------- the Lease
