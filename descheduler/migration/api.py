@@ -57,6 +57,11 @@ class ApiFailure(Exception):
         return self.status == 404
 
     @property
+    def forbidden(self) -> bool:
+        """RBAC refused the call: it will be refused again until someone grants it."""
+        return self.status == 403
+
+    @property
     def conflict(self) -> bool:
         """Stale resourceVersion or failed precondition: re-read and decide again."""
         return self.status == 409 and self.reason != "AlreadyExists"

@@ -623,21 +623,28 @@ class MigrationController:
         if fetched is None:
             return False
         pod = fetched.pod
-        replicaset, deployment = self._rollout_objects(pod)
-        if deployment is None or not steps.rollout_started(deployment, pod.uid):
-            refusal = steps.rollout_refusal(pod, replicaset, deployment)
-            snapshot = reads.snapshot()
-            if refusal is None and snapshot is not None:
-                refusal = steps.budget_hold(pod, snapshot.pdbs_for(pod))
-            if refusal is not None:
-                if isinstance(refusal, Hold):
-                    self._retry_later(handle, reads.now, self.budget_backoff)
-                return self._apply(handle, refusal, reads)
-            assert deployment is not None
-            deployment = self.api.replace_deployment(steps.with_rollout_label(deployment, pod.uid))
-            if self.recorder is not None:
-                ref = ObjectRef("Pod", pod.name, pod.namespace, pod.uid)
-                self.recorder.normal(ref, "Descheduled", steps.descheduled_message(handle.job, "Replaced"))
+        try:
+            replicaset, deployment = self._rollout_objects(pod)
+            if deployment is None or not steps.rollout_started(deployment, pod.uid):
+                refusal = steps.rollout_refusal(pod, replicaset, deployment)
+                snapshot = reads.snapshot()
+                if refusal is None and snapshot is not None:
+                    refusal = steps.budget_hold(pod, snapshot.pdbs_for(pod))
+                if refusal is not None:
+                    if isinstance(refusal, Hold):
+                        self._retry_later(handle, reads.now, self.budget_backoff)
+                    return self._apply(handle, refusal, reads)
+                assert deployment is not None
+                deployment = self.api.replace_deployment(steps.with_rollout_label(deployment, pod.uid))
+                if self.recorder is not None:
+                    ref = ObjectRef("Pod", pod.name, pod.namespace, pod.uid)
+                    self.recorder.normal(ref, "Descheduled", steps.descheduled_message(handle.job, "Replaced"))
+        except ApiFailure as failure:
+            if not failure.forbidden:
+                raise
+            # Not granted (deploy/base alone): wait and look again, so the move goes on once it is.
+            self._retry_later(handle, reads.now, self.budget_backoff)
+            return self._apply(handle, steps.rollout_forbidden(handle.job, str(failure), reads.now), reads)
         name = f"Deployment {pod.namespace}/{deployment['metadata']['name']}"
         return self._apply(handle, steps.replacement_started(handle.job, name, reads.now), reads)
 
@@ -656,17 +663,22 @@ class MigrationController:
         live = self._live_pod(handle)
         present = not isinstance(live, _Lost)
         replicaset = deployment = None
-        if isinstance(live, FetchedPod):
-            replicaset, deployment = self._rollout_objects(live.pod)
-        uid = job.status.pod_uid or job.spec.pod_ref.uid
-        ours = deployment is not None and steps.rollout_started(deployment, uid)
-        ready = job.status.has("ReplacementReady")
-        outcome = steps.rollout_expiry(job, reads.now, pod_present=present, ours=ours, replacement_ready=ready)
-        if outcome == "RollBack":
-            assert deployment is not None
-            self.api.replace_deployment(steps.rolled_back(deployment, replicaset))
-            handle.log().warning("rollout undone: its replacement was not Ready in time")
-            outcome = steps.rolled_back_failure(job)
+        try:
+            if isinstance(live, FetchedPod):
+                replicaset, deployment = self._rollout_objects(live.pod)
+            uid = job.status.pod_uid or job.spec.pod_ref.uid
+            ours = deployment is not None and steps.rollout_started(deployment, uid)
+            ready = job.status.has("ReplacementReady")
+            outcome = steps.rollout_expiry(job, reads.now, pod_present=present, ours=ours, replacement_ready=ready)
+            if outcome == "RollBack":
+                assert deployment is not None
+                self.api.replace_deployment(steps.rolled_back(deployment, replicaset))
+                handle.log().warning("rollout undone: its replacement was not Ready in time")
+                outcome = steps.rolled_back_failure(job)
+        except ApiFailure as failure:
+            if not failure.forbidden:
+                raise
+            outcome = steps.rollout_expiry_forbidden(job, str(failure))  # retrying would never end the job
         self._transition(handle, outcome, reads.now)
 
     # ------------------------------------------------------------------------------ applying

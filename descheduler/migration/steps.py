@@ -664,6 +664,66 @@ def replacement_started(job: PodMigrationJob, deployment: str, now: datetime) ->
     )
 
 
+# Why a MakeBeforeBreak job waits when the API refuses (403) to let it read or write the pod's
+# Deployment or ReplicaSet: deploy/base does not grant that; the component does.
+ROLLOUT_FORBIDDEN: Final = "RolloutForbidden"
+ROLLOUT_GRANT: Final = "add the component deploy/components/make-before-break (it grants update on deployments)"
+
+
+def _grant_fix(namespace: str) -> str:
+    return (
+        f"{ROLLOUT_GRANT}, or bind its ClusterRole descheduler-make-before-break to the descheduler's "
+        f"ServiceAccount in namespace {namespace}"
+    )
+
+
+def rollout_forbidden(job: PodMigrationJob, refusal: str, now: datetime) -> Record | Hold:
+    """The API refused (403, `refusal`) a read or the write of the rollout: the job waits with the
+    pod untouched and tries again later, so it goes on once the grant appears. The condition, the
+    Event and the log line that name the fix are written once per refusal; then it only holds."""
+    pod = job.spec.pod_ref
+    message = (
+        f"may not start the rollout that moves pod {pod.namespace}/{pod.name} ({refusal}): "
+        f"{_grant_fix(pod.namespace)}; the job waits until its ttl, the pod untouched"
+    )
+    started = job.status.condition("ReplacementStarted")
+    if started is not None and started.reason == ROLLOUT_FORBIDDEN and started.message == message:
+        return Hold(ROLLOUT_FORBIDDEN, message)
+    status = with_condition(
+        job.status, "ReplacementStarted", now, value="False", reason=ROLLOUT_FORBIDDEN, message=message
+    )
+    return Record(
+        status.model_copy(update={"reason": ROLLOUT_FORBIDDEN, "message": message}),
+        ROLLOUT_FORBIDDEN,
+        message,
+        log="make-before-break rollout forbidden; waiting for the grant",
+        fields=(("fix", ROLLOUT_GRANT), ("detail", refusal)),
+        warning=True,
+    )
+
+
+def rollout_expiry_forbidden(job: PodMigrationJob, refusal: str) -> Transition:
+    """A MakeBeforeBreak job past its ttl whose Deployment may not be read or written (403,
+    `refusal`): nothing can be checked or undone. Aborted when this job never started a rollout
+    (the pod untouched); else Failed, the rollout left as it is."""
+    pod = job.spec.pod_ref
+    ttl = format_time(job.deadline) if job.deadline else ""
+    fix = _grant_fix(pod.namespace)
+    if not job.status.has("ReplacementStarted"):
+        return Transition(
+            "Aborted",
+            ROLLOUT_FORBIDDEN,
+            f"not done within its ttl of {format_duration(job.spec.ttl)} (by {ttl}): the rollout was never allowed "
+            f"({refusal}); {fix}. Pod {pod.namespace}/{pod.name} was not touched",
+        )
+    return Transition(
+        "Failed",
+        ROLLOUT_FORBIDDEN,
+        f"at its ttl (by {ttl}) the Deployment could not be read or put back ({refusal}): its rollout was left as "
+        f"it is; {fix}",
+    )
+
+
 def pod_replaced(job: PodMigrationJob, why: str, now: datetime) -> Transition:
     """The rollout removed the pod after its replacement was Ready: the move is done."""
     ready = job.status.condition("ReplacementReady")
