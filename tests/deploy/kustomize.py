@@ -230,14 +230,22 @@ def _build(directory: Path, *, component: bool, stack: tuple[Path, ...]) -> _Bui
     path, spec = _load_kustomization(directory, component)
     build = _Build()
     _accumulate(build, directory, path, spec, stack)
+    # As kustomize v5 (v5.5 checked): its own generators, then its components (so a component's
+    # generator with `behavior: replace` wins over the kustomization's own), then its transformers.
+    _generate(build, directory, path, spec)
+    _apply_components(build, directory, path, spec, stack)
+    _transform(build, directory, path, spec)
+    return build
+
+
+def _apply_components(
+    build: _Build, directory: Path, path: Path, spec: dict[str, Any], stack: tuple[Path, ...]
+) -> None:
     for ref in spec.get("components") or []:
         target = (directory / ref).resolve()
         if not target.is_dir():
             raise KustomizeError(f"{path}: component {ref!r} is not a directory")
         _apply_component(build, target, stack)
-    _generate(build, directory, path, spec)
-    _transform(build, directory, path, spec)
-    return build
 
 
 def _accumulate(build: _Build, directory: Path, path: Path, spec: dict[str, Any], stack: tuple[Path, ...]) -> None:
@@ -256,6 +264,7 @@ def _apply_component(build: _Build, directory: Path, stack: tuple[Path, ...]) ->
     path, spec = _load_kustomization(directory, component=True)
     _accumulate(build, directory, path, spec, (*stack, directory))
     _generate(build, directory, path, spec)
+    _apply_components(build, directory, path, spec, (*stack, directory))
     _transform(build, directory, path, spec)
 
 
