@@ -56,7 +56,9 @@ evictor:
   # namespaces: {exclude: [kube-system]}   # {include: [...]} or {exclude: [...]}, not both
   makeBeforeBreak:                  # the pod of a single-replica Deployment, moved without downtime
     enabled: false                  # true: such a pod (kept by minReplicas) is moved by a rollout that
-    #                               # starts its replacement on the Reservation's node first (README)
+    #                               # starts its replacement on the Reservation's node first (README);
+    #                               # the rollout writes the Deployment, which deploy/base does not
+    #                               # grant: add deploy/components/make-before-break (it sets this too)
     # deploymentSelector: {matchLabels: {descheduler.dev/make-before-break: "true"}}   # default: every one
 
 # Moves one cycle may plan. Absent = no limit; 0 = no moves.

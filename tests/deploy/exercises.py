@@ -464,6 +464,13 @@ EXERCISES: tuple[Exercise, ...] = (
         "migration-make-before-break",
         "descheduler/migration: a MakeBeforeBreak move (the Deployment's rollout)",
         migration_make_before_break,
+        target=FIXTURES / "kustomize" / "make-before-break",
+    ),
+    Exercise(
+        "migration-make-before-break-namespaced",
+        "descheduler/migration: a MakeBeforeBreak move, granted by a RoleBinding in the Deployment's namespace",
+        migration_make_before_break,
+        target=FIXTURES / "kustomize" / "make-before-break-namespaced",
     ),
     Exercise(
         "migration-reservation-expiry",

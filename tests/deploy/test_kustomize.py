@@ -10,7 +10,17 @@ from .deploy_support import FIXTURES, deploy_targets, find, kubectl_kustomize, t
 from .kustomize import KustomizeError, configmap_hash, render
 
 PATCHED_OVERLAY = FIXTURES / "kustomize" / "patched" / "overlay"
-ALL_TARGETS = [*deploy_targets(), PATCHED_OVERLAY, FIXTURES / "kustomize" / "evict-by-delete"]
+# The components, each built as a user's overlay of deploy/base would have it.
+COMPONENT_FIXTURES = [
+    FIXTURES / "kustomize" / name
+    for name in (
+        "evict-by-delete",
+        "make-before-break",
+        "make-before-break-namespaced",
+        "make-before-break-own-policy",
+    )
+]
+ALL_TARGETS = [*deploy_targets(), PATCHED_OVERLAY, *COMPONENT_FIXTURES]
 
 
 def test_deploy_has_the_documented_kustomizations() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import posixpath
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,12 @@ import pytest
 import yaml
 
 from descheduler.migration.objects import SCHEDULER_LEASE, SCHEDULER_LEASE_NAMESPACE
-from descheduler.policy import parse_policy
+from descheduler.policy import Policy, parse_policy
 
 from .deploy_support import (
     BASE,
     DEPLOY,
+    FIXTURES,
     KUBERNETES_VERSIONS,
     NAMESPACE,
     ROOT,
@@ -257,6 +259,65 @@ def test_the_rendered_policy_configmap_is_the_policy_the_deployment_reads(direct
     assert set(configmap["data"]) == {filename}
     policy = parse_policy(configmap["data"][filename], f"{target_id(directory)} ConfigMap")
     assert policy.dry_run is (directory.name == "dry-run")
+
+
+# ---------------------------------------------------------------------- the make-before-break components
+
+MAKE_BEFORE_BREAK = DEPLOY / "components" / "make-before-break"
+MAKE_BEFORE_BREAK_FIXTURES = [
+    FIXTURES / "kustomize" / name
+    for name in ("make-before-break", "make-before-break-namespaced", "make-before-break-own-policy")
+]
+
+
+def _rendered_policy(directory: Path) -> Policy:
+    configmap = find(rendered(directory), "ConfigMap", "descheduler-policy")
+    return parse_policy(configmap["data"]["policy.yaml"], f"{target_id(directory)} ConfigMap")
+
+
+@pytest.mark.parametrize("directory", MAKE_BEFORE_BREAK_FIXTURES, ids=target_id)
+def test_the_base_with_a_make_before_break_component_validates_strictly(directory: Path) -> None:
+    objects = rendered(directory)
+    schemas = crd_schemas(o for o in objects if o["kind"] == "CustomResourceDefinition")
+    for obj in objects:
+        validate_object(obj, KUBERNETES_VERSIONS, schemas)
+
+
+@pytest.mark.parametrize("directory", MAKE_BEFORE_BREAK_FIXTURES[:2], ids=target_id)
+def test_the_make_before_break_components_turn_the_feature_on(directory: Path) -> None:
+    policy = _rendered_policy(directory)
+    assert policy.evictor.make_before_break.enabled and not policy.dry_run
+    assert not _rendered_policy(BASE).evictor.make_before_break.enabled  # off without the component
+
+
+def test_a_policy_of_ones_own_one_level_up_replaces_the_components() -> None:
+    own = FIXTURES / "kustomize" / "make-before-break-own-policy"
+    policy = _rendered_policy(own)
+    assert policy.dry_run and policy.evictor.make_before_break.enabled
+    assert (
+        find(rendered(own), "ConfigMap", "descheduler-policy")["data"]["policy.yaml"]
+        == (own / "policy.yaml").read_text()
+    )
+    assert find(rendered(own), "ClusterRoleBinding", "descheduler-make-before-break")  # the grant stays
+
+
+def test_both_make_before_break_variants_grant_the_same_rules() -> None:
+    cluster_wide, namespaced = (
+        find(rendered(d), "ClusterRole", "descheduler-make-before-break") for d in MAKE_BEFORE_BREAK_FIXTURES[:2]
+    )
+    assert cluster_wide["rules"] == namespaced["rules"]
+    assert not [
+        o
+        for o in rendered(MAKE_BEFORE_BREAK_FIXTURES[1])
+        if o["kind"] == "ClusterRoleBinding" and "make-before-break" in o["metadata"]["name"]
+    ]
+
+
+def test_the_rolebinding_the_component_readme_shows_is_the_one_tested() -> None:
+    readme = (MAKE_BEFORE_BREAK / "README.md").read_text()
+    [shown] = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL) if "kind: RoleBinding" in b]
+    tested = FIXTURES / "kustomize" / "make-before-break-namespaced" / "make-before-break-rolebindings.yaml"
+    assert shown == tested.read_text()
 
 
 # ---------------------------------------------------------------------- the Deployment
