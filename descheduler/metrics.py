@@ -209,8 +209,17 @@ EXTENDER_LEASE_RENEWED = Gauge(
     "Unix time of this extender's last successful renewal of the scheduler Lease (0: none yet).",
     registry=REGISTRY,
 )
+EXTENDER_TLS_HANDSHAKE_FAILURES = Counter(
+    "descheduler_extender_tls_handshake_failures_total",
+    "TLS handshakes refused or lost on the extender's HTTPS listener, by reason (no_certificate; bad_certificate: "
+    "not of the client CA, expired, ...; protocol: not TLS, or too old; timeout; closed: the client went away; other).",
+    ["reason"],
+    registry=REGISTRY,
+)
 for _result in ("ok", "forbidden", "error"):
     EXTENDER_LEASE_RENEWALS.labels(_result)
+for _reason in ("no_certificate", "bad_certificate", "protocol", "timeout", "closed", "other"):
+    EXTENDER_TLS_HANDSHAKE_FAILURES.labels(_reason)
 EXTENDER_BINDS_REFUSED = Counter(
     "descheduler_extender_binds_refused_total",
     "Bind requests the extender refused by the check that failed (reason: the refusal code, e.g. "

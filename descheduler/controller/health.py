@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,12 +17,26 @@ Check = Callable[[], str | None]
 
 
 def check_listen(host: str, port: int) -> None:
-    """Raise the InputError a HealthServer on host:port would (a port in use, …) without serving:
+    """Raise the InputError a server on host:port would (a port in use, …) without serving:
     a command checks before its slow start-up rather than after."""
+    open_listener(host, port).close()
+
+
+def open_listener(host: str, port: int, *, backlog: int = 128) -> socket.socket:
+    """A TCP socket listening on host:port, IPv6 for an IPv6 address (`::` takes IPv4 too); a failed
+    bind is the InputError naming the host or port."""
+    ipv6 = ":" in host
+    sock = socket.socket(socket.AF_INET6 if ipv6 else socket.AF_INET, socket.SOCK_STREAM)
     try:
-        ThreadingHTTPServer((host, port), BaseHTTPRequestHandler).server_close()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart binds over connections in TIME_WAIT
+        if ipv6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0 if host == "::" else 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
     except (OSError, OverflowError) as error:
+        sock.close()
         raise listen_error(host, port, error) from None
+    return sock
 
 
 class HealthServer:

@@ -13,13 +13,24 @@ answers with one write.
 Every request is bounded: a body needs a Content-Length no larger than `max_body`; a malformed
 one gets 400 with the reason, an unexpected failure 500 — the server itself never goes down with
 a request.
+
+With `tls` the listener serves HTTPS and requires a client certificate signed by the client CA
+(kube-scheduler's `tlsConfig` certFile/keyFile/caFile): the handshake runs in the connection's
+thread with a timeout, so a slow or bad client never holds up `accept`, and a client without a
+valid certificate never reaches a verb. No ALPN is offered, so Go's client speaks HTTP/1.1.
+`verbs=False` makes a listener that answers only GET /healthz, /readyz and /metrics, for probes and
+Prometheus when the verbs listen on loopback or require client certificates.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import re
+import select
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -27,12 +38,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
+from pathlib import Path
 
 import msgspec
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from descheduler import metrics
-from descheduler.errors import listen_error
+from descheduler.controller.health import open_listener
+from descheduler.errors import InputError
 from descheduler.extender.protocol import RequestError, printable
 from descheduler.extender.service import Extender
 
@@ -50,23 +63,163 @@ JSON = b"application/json"
 TEXT = b"text/plain; charset=utf-8"
 SERVER = b"descheduler-extender"
 _VERBS = ("filter", "prioritize", "bind")
+HANDSHAKE_TIMEOUT = 5.0  # seconds a client has to complete the TLS handshake
+TLS_CHECK_INTERVAL = 10.0  # seconds between two looks at the certificate files' modification times
+HEALTH_ONLY = (
+    "this port serves only GET /healthz, /readyz and /metrics: filter, prioritize and bind are served on the verb port"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TLSFiles:
+    """The serving certificate (chain) and its key, and the CA bundle that client certificates must chain to."""
+
+    cert_file: Path
+    private_key_file: Path
+    client_ca_file: Path
+
+
+def load_tls_context(files: TLSFiles) -> ssl.SSLContext:
+    """A server context for `files` that requires a client certificate, TLS 1.2 at least; an InputError
+    naming the flag, the file and what is wrong with it when it cannot be used."""
+    cert = _read_pem(files.cert_file, "--tls-cert-file", "CERTIFICATE")
+    key = _read_pem(files.private_key_file, "--tls-private-key-file", "PRIVATE KEY")
+    client_ca = _read_pem(files.client_ca_file, "--client-ca-file", "CERTIFICATE")
+    _parse_certificates(cert, files.cert_file, "--tls-cert-file")
+    if "ENCRYPTED" in key:
+        raise InputError(
+            f"{files.private_key_file}: the private key is encrypted: give it unencrypted (a Secret's tls.key is)",
+            field="--tls-private-key-file",
+        )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.verify_mode = ssl.CERT_REQUIRED
+    try:
+        # A password given (and wrong) rather than OpenSSL's prompt on the terminal for an encrypted key.
+        context.load_cert_chain(files.cert_file, files.private_key_file, password=b"")
+    except ssl.SSLError as error:
+        if error.reason == "KEY_VALUES_MISMATCH":
+            problem = f"the private key does not belong to the certificate in {files.cert_file}"
+        else:
+            problem = f"not a usable PEM private key ({_ssl_reason(error)})"
+        raise InputError(f"{files.private_key_file}: {problem}", field="--tls-private-key-file") from None
+    except OSError as error:  # replaced between the two reads
+        raise InputError(f"cannot read: {error}", field="--tls-cert-file") from None
+    _parse_certificates(client_ca, files.client_ca_file, "--client-ca-file", into=context)
+    # No ALPN: without it Go's client (kube-scheduler) speaks HTTP/1.1, all this server speaks.
+    return context
+
+
+def _read_pem(path: Path, flag: str, kind: str) -> str:
+    try:
+        text = path.read_text(encoding="latin-1")
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}", field=flag) from None
+    if not re.search(rf"-----BEGIN [A-Z0-9 ]*{kind}-----", text):
+        raise InputError(f"{path}: no PEM {kind.lower()} in it (a '-----BEGIN {kind}-----' block)", field=flag)
+    return text
+
+
+def _parse_certificates(pem: str, path: Path, flag: str, *, into: ssl.SSLContext | None = None) -> None:
+    """Load the PEM certificates of `pem` as trust anchors of `into` (of a throwaway context: only parsed)."""
+    try:
+        (into or ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)).load_verify_locations(cadata=pem)
+    except ssl.SSLError as error:
+        raise InputError(f"{path}: not a valid PEM certificate ({_ssl_reason(error)})", field=flag) from None
+
+
+def _ssl_reason(error: ssl.SSLError) -> str:
+    return str(error.reason or error.strerror or error).lower().replace("_", " ")
+
+
+class ServerTLS:
+    """The SSLContext of `files`, built again when one of them changes on disk (cert-manager and kubelet
+    rotate mounted Secrets). Looked at by the accepting thread at most every TLS_CHECK_INTERVAL seconds;
+    a change that cannot be loaded is logged and the last good context stays. A bad file at the start
+    is the InputError of `load_tls_context`."""
+
+    def __init__(self, files: TLSFiles) -> None:
+        self.files = files
+        self._stamp = self._stamp_now()
+        self._context = load_tls_context(files)
+        self._checked = time.monotonic()
+
+    def context(self) -> ssl.SSLContext:
+        now = time.monotonic()
+        if now - self._checked >= TLS_CHECK_INTERVAL:
+            self._checked = now
+            self._reload()
+        return self._context
+
+    def _reload(self) -> None:
+        stamp = self._stamp_now()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp  # a broken change is reported once, and tried again when the files change again
+        try:
+            context = load_tls_context(self.files)
+        except InputError as error:
+            log.warning("extender https: changed certificate files cannot be used, the previous ones stay: %s", error)
+            return
+        self._context = context
+        log.info("extender https: certificate files changed, reloaded")
+
+    def _stamp_now(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """Each file's (mtime, size, inode), following symlinks: a kubelet-mounted Secret swaps a symlink."""
+
+        def stamp(path: Path) -> tuple[int, int, int] | None:
+            try:
+                status = os.stat(path)
+            except OSError:
+                return None
+            return status.st_mtime_ns, status.st_size, status.st_ino
+
+        files = self.files
+        return tuple(stamp(path) for path in (files.cert_file, files.private_key_file, files.client_ca_file))
+
+
+def handshake_failure(error: Exception) -> str:
+    """The failure's reason among a few, for the metric's label."""
+    if isinstance(error, TimeoutError):
+        return "timeout"
+    if isinstance(error, ssl.SSLEOFError | ssl.SSLZeroReturnError | ConnectionError):
+        return "closed"
+    reason = str(getattr(error, "reason", None) or "")
+    if reason in ("PEER_DID_NOT_RETURN_A_CERTIFICATE", "TLSV13_ALERT_CERTIFICATE_REQUIRED"):
+        return "no_certificate"
+    if "CERTIFICATE" in reason or "UNKNOWN_CA" in reason:
+        return "bad_certificate"
+    if reason in _PROTOCOL_REASONS or "VERSION" in reason or "PROTOCOL" in reason or "CIPHER" in reason:
+        return "protocol"
+    return "other"
+
+
+_PROTOCOL_REASONS = frozenset(("HTTP_REQUEST", "HTTPS_PROXY_REQUEST", "WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE"))
 
 
 class ExtenderServer:
     """Serves an `Extender` on `host:port` (port 0: a free one, see `.port`) from daemon threads;
-    a port in use (or any failed bind) is an InputError naming it."""
+    a port in use (or any failed bind) is an InputError naming it. With `tls`: HTTPS, and only to
+    clients with a certificate of its client CA. With `verbs=False`: GET /healthz, /readyz and
+    /metrics only, every POST a 404 pointing to the verb port."""
 
     def __init__(
-        self, extender: Extender, host: str = "0.0.0.0", port: int = DEFAULT_PORT, *, max_body: int = DEFAULT_MAX_BODY
+        self,
+        extender: Extender,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        *,
+        max_body: int = DEFAULT_MAX_BODY,
+        tls: ServerTLS | None = None,
+        verbs: bool = True,
     ) -> None:
         self.extender = extender
         self.max_body = max_body
-        try:
-            self._listener = socket.create_server((host, port), backlog=128)
-        except (OSError, OverflowError) as error:
-            raise listen_error(host, port, error) from None
+        self.tls = tls
+        self.verbs = verbs
+        self._listener = open_listener(host, port)
         self._listener.settimeout(ACCEPT_POLL)
-        self._routes = _Routes(extender, max_body)
+        self._routes = _Routes(extender, max_body, verbs=verbs)
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -77,14 +230,19 @@ class ExtenderServer:
         return int(self._listener.getsockname()[1])
 
     @property
+    def host(self) -> str:
+        return str(self._listener.getsockname()[0])
+
+    @property
     def url(self) -> str:
-        host = str(self._listener.getsockname()[0])
-        return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.port}"
+        host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        return f"{'https' if self.tls else 'http'}://{f'[{host}]' if ':' in host else host}:{self.port}"
 
     def start(self) -> ExtenderServer:
         if self._thread is None:
             self._stopping.clear()
-            self._thread = threading.Thread(target=self._accept, name="extender-http", daemon=True)
+            name = "extender-http" if self.verbs else "extender-health"
+            self._thread = threading.Thread(target=self._accept, name=name, daemon=True)
             self._thread.start()
         return self
 
@@ -99,7 +257,8 @@ class ExtenderServer:
             open_now = list(self._connections)
         for connection in open_now:
             with contextlib.suppress(OSError):  # ends a wait for the next request, not an answer being written
-                connection.shutdown(socket.SHUT_RD)
+                # The plain socket's shutdown: SSLSocket's would drop TLS, and an answer being written leave in clear.
+                socket.socket.shutdown(connection, socket.SHUT_RD)
 
     def __enter__(self) -> ExtenderServer:
         return self.start()
@@ -110,7 +269,7 @@ class ExtenderServer:
     def _accept(self) -> None:
         while not self._stopping.is_set():
             try:
-                connection, _ = self._listener.accept()
+                connection, peer = self._listener.accept()
             except TimeoutError:
                 continue
             except OSError as error:
@@ -119,19 +278,76 @@ class ExtenderServer:
                 log.warning("extender http: accept failed: %s", error)
                 time.sleep(ACCEPT_POLL)
                 continue
+            context = self.tls.context() if self.tls is not None else None
             with self._connections_lock:
                 self._connections.add(connection)
-            threading.Thread(target=self._serve, args=(connection,), name="extender-connection", daemon=True).start()
+            threading.Thread(
+                target=self._serve, args=(connection, peer, context), name="extender-connection", daemon=True
+            ).start()
 
-    def _serve(self, connection: socket.socket) -> None:
+    def _serve(self, connection: socket.socket, peer: object, context: ssl.SSLContext | None) -> None:
+        sock = connection
         try:
-            _Connection(connection, self._routes).serve()
+            if context is not None:
+                sock = context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
+                with self._connections_lock:
+                    self._connections.discard(connection)
+                    self._connections.add(sock)
+                if not self._handshake(sock, peer):
+                    return
+            _Connection(sock, self._routes, tls=context is not None).serve()
+        except ssl.SSLError as error:  # past the handshake: a bad record, an alert
+            log.info("extender https: connection from %s ended: %s", _address(peer), _ssl_reason(error))
         except Exception:  # a bug in the loop ends this connection, not the server
             log.exception("extender http: connection failed")
         finally:
             with self._connections_lock:
                 self._connections.discard(connection)
+                self._connections.discard(sock)
+            sock.close()
             connection.close()
+
+    def _handshake(self, sock: ssl.SSLSocket, peer: object) -> bool:
+        """Complete the TLS handshake within HANDSHAKE_TIMEOUT; False (logged and counted) when it fails."""
+        try:
+            _handshake_by(sock, time.monotonic() + HANDSHAKE_TIMEOUT)
+            return True
+        except (OSError, ValueError) as error:
+            if self._stopping.is_set():
+                return False
+            reason = handshake_failure(error)
+            metrics.EXTENDER_TLS_HANDSHAKE_FAILURES.labels(reason).inc()
+            detail = _ssl_reason(error) if isinstance(error, ssl.SSLError) else str(error) or type(error).__name__
+            log.info("extender https: TLS handshake with %s failed (%s): %s", _address(peer), reason, detail)
+            return False
+
+
+def _handshake_by(sock: ssl.SSLSocket, deadline: float) -> None:
+    """The server side of the handshake, done by `deadline` (a TimeoutError after it): a whole deadline,
+    not one per read, so a client sending a byte at a time cannot stretch it."""
+    sock.setblocking(False)
+    poller = select.poll()
+    while True:
+        try:
+            sock.do_handshake()
+            return
+        except ssl.SSLWantReadError:
+            event = select.POLLIN
+        except ssl.SSLWantWriteError:
+            event = select.POLLOUT
+        left = deadline - time.monotonic()
+        poller.register(sock, event)
+        if left <= 0 or not poller.poll(left * 1000):
+            raise TimeoutError(f"no TLS handshake within {HANDSHAKE_TIMEOUT:g} s")
+        poller.unregister(sock)
+
+
+def _address(peer: object) -> str:
+    """host:port of an accepted connection's peer ([host]:port for IPv6)."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,14 +417,12 @@ def parse_head(head: bytes) -> Head:
 class _Routes:
     """The answers: verb name -> the Extender's method, the metrics children, the health endpoints."""
 
-    def __init__(self, extender: Extender, max_body: int) -> None:
+    def __init__(self, extender: Extender, max_body: int, *, verbs: bool = True) -> None:
         self.extender = extender
         self.max_body = max_body
-        self.verbs: dict[str, Callable[[bytes], bytes]] = {
-            "filter": extender.filter,
-            "prioritize": extender.prioritize,
-            "bind": extender.bind,
-        }
+        self.verbs: dict[str, Callable[[bytes], bytes]] = (
+            {"filter": extender.filter, "prioritize": extender.prioritize, "bind": extender.bind} if verbs else {}
+        )
         self.ok = {verb: metrics.EXTENDER_REQUESTS.labels(verb, "200") for verb in _VERBS}
         self.durations = {verb: metrics.EXTENDER_REQUEST_DURATION.labels(verb) for verb in _VERBS}
         self._date = (0, b"")  # (second, its IMF-fixdate): formatted once a second, not per answer
@@ -254,11 +468,16 @@ class _Routes:
 class _Connection:
     """One client connection: requests read and answered in order until it closes or idles out."""
 
-    def __init__(self, sock: socket.socket, routes: _Routes) -> None:
+    def __init__(self, sock: socket.socket, routes: _Routes, *, tls: bool = False) -> None:
         self.sock = sock
         self.routes = routes
+        self.tls = tls
         self.buffer = b""  # bytes received past the last request handled
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # answers leave at once, no Nagle delay
+        if tls:
+            # OpenSSL reads whole records: the kernel's timeout would surface as SSLWantReadError mid-record.
+            sock.settimeout(IDLE_TIMEOUT)
+            return
         # The idle timeout is the kernel's (SO_RCVTIMEO), the socket blocking: a Python-level timeout
         # polls before each recv and send, two waits for the GIL each instead of one, which a state
         # rebuild on the same core makes long.
@@ -288,6 +507,9 @@ class _Connection:
             return False
         routes = self.routes
         if head.method == b"POST":
+            if not routes.verbs:
+                self._send("other", 404, _error(HEALTH_ONLY), JSON, close=True)
+                return False
             # A state rebuild steps aside for the whole request, reading and writing included.
             with routes.extender.requests_first.serving():
                 return self._post(head, started)
@@ -396,6 +618,9 @@ class _Connection:
             len(body),
             b"Connection: close\r\n" if close else b"",
         )
+        if self.tls:  # SSLSocket has no sendmsg; one record write rather than two
+            self.sock.sendall(head + body)
+            return not close
         sent = self.sock.sendmsg((head, body))  # no copy of a large body into one buffer with its head
         if sent < len(head):
             self.sock.sendall(head[sent:])

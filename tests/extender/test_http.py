@@ -274,3 +274,48 @@ def test_requests_are_counted_by_verb_and_code_and_timed(server: ExtenderServer)
         ("health", "200"): 1,
     }
     assert metrics.sample("descheduler_extender_request_duration_seconds_count", {"verb": "filter"}) == timed + 1
+
+
+@pytest.mark.parametrize(
+    ("host", "url_host"), [("127.0.0.1", "127.0.0.1"), ("localhost", "127.0.0.1"), ("::1", "[::1]")]
+)
+def test_it_listens_on_each_loopback_form(extender: Extender, host: str, url_host: str) -> None:
+    if host == "::1" and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    with ExtenderServer(extender, host, 0) as running:
+        assert running.url == f"http://{url_host}:{running.port}"
+        family = socket.AF_INET6 if host == "::1" else socket.AF_INET
+        with socket.socket(family) as sock:
+            sock.settimeout(10)
+            sock.connect((url_host.strip("[]"), running.port))
+            sock.sendall(post("/filter", BODY))
+            assert read_answer(sock).status == 200
+
+
+@pytest.fixture
+def health(extender: Extender) -> Iterator[ExtenderServer]:
+    with ExtenderServer(extender, "127.0.0.1", 0, verbs=False) as running:
+        yield running
+
+
+@pytest.mark.parametrize(("path", "body"), [("/healthz", b"ok\n"), ("/readyz", b"ok\n"), ("/metrics", b"# HELP")])
+def test_the_health_listener_answers_probes_and_prometheus(health: ExtenderServer, path: str, body: bytes) -> None:
+    with connect(health) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        answer = read_answer(sock)
+    assert answer.status == 200
+    assert answer.body.startswith(body)
+
+
+@pytest.mark.parametrize("verb", ["filter", "prioritize", "bind"])
+def test_the_health_listener_serves_no_verb(extender: Extender, monkeypatch: pytest.MonkeyPatch, verb: str) -> None:
+    called: list[bytes] = []
+    for name in ("filter", "prioritize", "bind"):
+        monkeypatch.setattr(extender, name, called.append)  # before the server takes the methods
+    with ExtenderServer(extender, "127.0.0.1", 0, verbs=False) as health, connect(health) as sock:
+        sock.sendall(post(f"/{verb}", BODY))
+        answer = read_answer(sock)
+        assert closed(sock)
+    assert answer.status == 404
+    assert "served on the verb port" in json.loads(answer.body)["Error"]
+    assert called == []
