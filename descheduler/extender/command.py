@@ -6,6 +6,10 @@ Reservations once its state holds them, serves the bind verb, and renews the sch
 (`--scheduler-lease`, by default `SCHEDULER_LEASE_NAMESPACE/SCHEDULER_LEASE`, where the controller
 looks; a heartbeat every replica shares) while it is ready, announcing on it the pod schedulerNames
 whose profile calls it (`--scheduler-name`).
+The verbs listen on loopback (127.0.0.1, a sidecar of kube-scheduler) unless mutual TLS is given
+(`--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`): anyone who reaches the port
+could bind pods; `--insecure-listen` accepts that risk. `--health-port` adds a plain listener
+for /healthz, /readyz and /metrics only, for probes and Prometheus.
 SIGTERM/SIGINT stop the server (in-flight requests finish) and the
 process exits 0. The policy file is re-read every few seconds; new `scheduling` arguments apply
 from the next refresh (a changed `loadSource` needs a restart, and says so).
@@ -13,6 +17,7 @@ from the next refresh (a changed `loadSource` needs a restart, and says so).
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 import socket
 import threading
@@ -33,7 +38,7 @@ from descheduler.errors import InputError, NoClusterConfigError
 from descheduler.extender.lease import SchedulerLease
 from descheduler.extender.reservations import ReservationWriter
 from descheduler.extender.scheduler_names import LOAD_AWARE_SCHEDULER, SchedulerNames
-from descheduler.extender.server import DEFAULT_MAX_BODY, DEFAULT_PORT, ExtenderServer
+from descheduler.extender.server import DEFAULT_MAX_BODY, DEFAULT_PORT, ExtenderServer, ServerTLS, TLSFiles
 from descheduler.extender.service import Extender, RefreshTiming
 from descheduler.extender.sources import CacheSource, ClusterSource, SnapshotFileSource
 from descheduler.flags import LogLevelOption, check_log_level, check_port
@@ -57,12 +62,18 @@ EXTENDER_KINDS = (
     "podmigrationjobs.descheduler.dev",
     *QUOTAS,  # quota admission (scheduling/quota.py); optional: a cluster without the CRD has no quotas
 )
+TLS_FLAGS = ("--tls-cert-file", "--tls-private-key-file", "--client-ca-file")
+EXPOSURE = "any client that reaches the port could bind pods to nodes and read every node's load"
 
 
 @dataclass(frozen=True, slots=True)
 class ExtenderOptions:
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
+    tls: TLSFiles | None = None  # mutual TLS on the verb listener
+    insecure_listen: bool = False  # plain HTTP on a non-loopback host, knowingly
+    health_host: str = "0.0.0.0"
+    health_port: int = 0  # 0: no health listener, /healthz, /readyz and /metrics on the verb listener only
     kubeconfig: Path | None = None
     context: str | None = None
     snapshot: Path | None = None
@@ -111,13 +122,76 @@ def cluster_connection(policy: Policy, options: ExtenderOptions) -> Iterator[tup
         client.close()
 
 
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost: only this machine (this pod, for a sidecar) can connect."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_listeners(options: ExtenderOptions) -> str | None:
+    """The InputError for listeners that would expose the verbs or collide; the warning to log at start
+    for a plain listener off loopback taken with --insecure-listen, else None."""
+    if options.health_port and _overlap(options.host, options.port, options.health_host, options.health_port):
+        raise InputError(
+            f"{options.health_host}:{options.health_port} overlaps the verb listener {options.host}:{options.port}: "
+            "give the health listener its own port",
+            field="--health-port",
+        )
+    if options.tls is not None or is_loopback(options.host):
+        return None
+    risk = f"plain HTTP without client authentication on {options.host}, not a loopback address: {EXPOSURE}"
+    if not options.insecure_listen:
+        raise InputError(
+            f"refusing {risk}. Listen on 127.0.0.1 (the default) as a sidecar of kube-scheduler, or serve mutual "
+            f"TLS with {', '.join(TLS_FLAGS)}; --insecure-listen serves anyway",
+            field="--host",
+        )
+    return f"--insecure-listen: serving {risk}"
+
+
+def _overlap(host: str, port: int, other_host: str, other_port: int) -> bool:
+    """Whether two listeners want the same port on a shared address (a wildcard shares every one)."""
+    if port != other_port or port == 0:
+        return False
+    wildcards = ("", "0.0.0.0", "::")
+    return host in wildcards or other_host in wildcards or _address(host) == _address(other_host)
+
+
+def _address(host: str) -> str:
+    if host.lower().rstrip(".") == "localhost":
+        return "127.0.0.1"
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host.lower()
+
+
+def listener_kind(options: ExtenderOptions) -> str:
+    """How the verb listener is protected, for the start-up log."""
+    if options.tls is not None:
+        return "https, client certificates signed by --client-ca-file required"
+    if is_loopback(options.host):
+        return "http, loopback only"
+    return "http, INSECURE: no client authentication, reachable from the network"
+
+
 def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
     """Serve until SIGTERM/SIGINT; returns the exit code. No policy file: the built-in default policy."""
+    insecure = check_listeners(options)
     policy_file = PolicyFile(policy_path) if policy_path is not None else None
     policy = policy_file.policy if policy_file is not None else default_policy()
     if options.snapshot is not None:
         SnapshotFileSource(options.snapshot).snapshot()  # a bad file is an error now, not a 500 on every request
+    tls = ServerTLS(options.tls) if options.tls is not None else None  # a bad certificate file: an error now
     check_listen(options.host, options.port)  # a port in use: say so before connecting to the cluster
+    if options.health_port:
+        check_listen(options.health_host, options.health_port)
+    if insecure is not None:
+        log.warning(insecure)
     identity = options.identity or socket.gethostname()
     with cluster_connection(policy, options) as (source, client):
         writer = ReservationWriter(client, identity) if client is not None else None
@@ -131,7 +205,12 @@ def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
             quota_labels=quota_labels(policy),
             scheduler_names=served,
         )
-        server = ExtenderServer(extender, options.host, options.port, max_body=options.max_body)
+        server = ExtenderServer(extender, options.host, options.port, max_body=options.max_body, tls=tls)
+        health = (
+            ExtenderServer(extender, options.health_host, options.health_port, verbs=False)
+            if options.health_port
+            else None
+        )
         lease = None
         if client is not None:
             namespace, name = options.scheduler_lease
@@ -146,11 +225,16 @@ def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
         stop = threading.Event()
         extender.start()
         server.start()
+        if health is not None:
+            health.start()
         if lease is not None:
             lease.start()
         log.info(
             "extender serving",
-            address=f"{options.host}:{server.port}",
+            verbs=f"{server.address} ({listener_kind(options)})",
+            health=f"{health.address} (http, GET /healthz, /readyz, /metrics only)"
+            if health
+            else "on the verb listener",
             source=str(options.snapshot) if options.snapshot else "cluster",
         )
         if policy_file is not None:
@@ -163,6 +247,8 @@ def run_extender(policy_path: Path | None, options: ExtenderOptions) -> int:
         log.info("extender stopping")
         if lease is not None:
             lease.stop()
+        if health is not None:
+            health.stop()
         server.stop()
         extender.stop()
     return 0
@@ -213,10 +299,54 @@ def extender_command(
             "--policy", "-p", help="policy file: its scheduling and loadSource sections (default: the built-in default)"
         ),
     ] = None,
-    port: Annotated[int, typer.Option("--port", help="port for /filter, /prioritize, /healthz, /readyz, /metrics")] = (
-        DEFAULT_PORT
-    ),
-    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "0.0.0.0",
+    port: Annotated[
+        int, typer.Option("--port", help="port for /filter, /prioritize, /bind (and /healthz, /readyz, /metrics)")
+    ] = DEFAULT_PORT,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="address the verbs listen on: loopback, for a sidecar of kube-scheduler; any other address needs "
+            "the three TLS flags (or --insecure-listen)",
+        ),
+    ] = "127.0.0.1",
+    tls_cert_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-cert-file",
+            help="serve the verbs over HTTPS with this certificate (PEM, chain allowed); with --tls-private-key-file "
+            "and --client-ca-file. Re-read when it changes",
+        ),
+    ] = None,
+    tls_private_key_file: Annotated[
+        Path | None, typer.Option("--tls-private-key-file", help="the private key of --tls-cert-file (PEM)")
+    ] = None,
+    client_ca_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--client-ca-file",
+            help="CA bundle (PEM) a client certificate must chain to: without one no client gets past the handshake",
+        ),
+    ] = None,
+    insecure_listen: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-listen",
+            help="serve plain HTTP without client authentication on a non-loopback --host: anyone who reaches "
+            "the port can bind pods and read node load",
+        ),
+    ] = False,
+    health_port: Annotated[
+        int,
+        typer.Option(
+            "--health-port",
+            help="port of a plain-HTTP listener serving only GET /healthz, /readyz and /metrics, for probes and "
+            "Prometheus (0: none)",
+        ),
+    ] = 0,
+    health_host: Annotated[
+        str, typer.Option("--health-host", help="address the --health-port listener listens on")
+    ] = "0.0.0.0",
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
     snapshot: Annotated[
@@ -261,6 +391,20 @@ def extender_command(
         if value <= 0:
             raise InputError(f"must be a positive number of seconds, got {value:g}", field=name)
     check_port(port)
+    if not 0 <= health_port <= 65535:
+        raise InputError(f"must be a port number (0–65535), got {health_port}", field="--health-port")
+    tls_files = [tls_cert_file, tls_private_key_file, client_ca_file]
+    if any(tls_files) and not all(tls_files):
+        missing = [flag for flag, value in zip(TLS_FLAGS, tls_files, strict=True) if value is None]
+        raise InputError(
+            f"give {', '.join(TLS_FLAGS)} together (missing {', '.join(missing)}): the verbs are served over "
+            "mutual TLS with all three, plain HTTP with none"
+        )
+    tls = (
+        TLSFiles(tls_cert_file, tls_private_key_file, client_ca_file)
+        if tls_cert_file is not None and tls_private_key_file is not None and client_ca_file is not None
+        else None
+    )
     if max_request_bytes < 1024:
         raise InputError(f"must be at least 1024, got {max_request_bytes}", field="--max-request-bytes")
     try:
@@ -275,6 +419,10 @@ def extender_command(
     options = ExtenderOptions(
         host=host,
         port=port,
+        tls=tls,
+        insecure_listen=insecure_listen,
+        health_host=health_host,
+        health_port=health_port,
         kubeconfig=kubeconfig,
         context=context,
         snapshot=snapshot,

@@ -234,6 +234,11 @@ class ExtenderServer:
         return str(self._listener.getsockname()[0])
 
     @property
+    def address(self) -> str:
+        """host:port as bound ([host]:port for IPv6), wildcards as they are."""
+        return _address((self.host, self.port))
+
+    @property
     def url(self) -> str:
         host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
         return f"{'https' if self.tls else 'http'}://{f'[{host}]' if ':' in host else host}:{self.port}"

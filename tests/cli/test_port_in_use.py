@@ -22,7 +22,7 @@ def taken_port() -> Iterator[int]:
     ("command", "host"),
     [
         (["sim", "serve"], "127.0.0.1"),
-        (["extender", "--snapshot", str(DEMO_SNAPSHOT)], "0.0.0.0"),
+        (["extender", "--snapshot", str(DEMO_SNAPSHOT)], "127.0.0.1"),
         # No cluster configuration in this environment: the port is checked before connecting.
         (["run", "--policy", str(POLICY)], "0.0.0.0"),
     ],
