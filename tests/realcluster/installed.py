@@ -202,3 +202,66 @@ def audit(events: list[dict[str, Any]], service_account: str) -> AuditReport:
     return AuditReport(
         service_account, refused, rbac_covers(grants, accesses), unused_permissions(grants, accesses), accesses
     )
+
+
+# ---------------------------------------------------------------------------------- components
+
+BASE = REPO / "deploy" / "base"
+# deploy/base with deploy/components/make-before-break, as a user's overlay has it (tests/deploy).
+MAKE_BEFORE_BREAK = REPO / "tests" / "deploy" / "fixtures" / "kustomize" / "make-before-break"
+
+
+def component_rbac(with_component: Path = MAKE_BEFORE_BREAK) -> list[dict[str, Any]]:
+    """The RBAC objects a component adds to deploy/base: those `with_component` (the base with the
+    component) renders that the base alone does not."""
+    base = {(o["kind"], o["metadata"]["name"]) for o in render(BASE)}
+    return [
+        o for o in render(with_component) if o["kind"] in RBAC_KINDS and (o["kind"], o["metadata"]["name"]) not in base
+    ]
+
+
+def install_objects(kube: KubeClient, objects: list[dict[str, Any]]) -> Installation:
+    """Create these RBAC objects (one already there is left as it is); `remove()` deletes them."""
+    done = Installation()
+    order = {kind: index for index, kind in enumerate(RBAC_KINDS)}
+    for obj in sorted(objects, key=lambda o: order[o["kind"]]):
+        try:
+            create(kube, _path(obj), obj)
+        except KubeApiError as error:
+            if error.status != 409:
+                raise
+        done.objects.append(obj)
+    return done
+
+
+def may(kube: KubeClient, service_account: str, verb: str, group: str, resource: str, namespace: str = "") -> bool:
+    """What `kubectl auth can-i VERB RESOURCE.GROUP -n NAMESPACE --as system:serviceaccount:NAMESPACE_OF_THE_ROLES:ACCOUNT`
+    answers: a SubjectAccessReview, made as the admin, for the ServiceAccount and its groups."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user(service_account),
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated"],
+            "resourceAttributes": {"verb": verb, "group": group, "resource": resource, "namespace": namespace},
+        },
+    }
+    answer = create(kube, "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+    return bool((answer.get("status") or {}).get("allowed"))
+
+
+def grant_make_before_break(kube: KubeClient) -> Installation:
+    """deploy/components/make-before-break's RBAC installed beside the base's, once the apiserver's
+    authorizer has it in force (the controller may update Deployments); `remove()` takes it away."""
+    grant = install_objects(kube, component_rbac())
+    eventually(
+        lambda: may(kube, CONTROLLER, "update", "apps", "deployments", "default"),
+        30,
+        what="the make-before-break grant in force",
+    )
+    return grant
+
+
+def not_granted(objects: list[dict[str, Any]], service_account: str, accesses: list[Access]) -> list[Access]:
+    """The accesses that these RBAC objects (a component's) do not allow the ServiceAccount either."""
+    return rbac_covers(grants_for(objects, NAMESPACE, service_account), accesses)
