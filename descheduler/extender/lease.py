@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 LEASE_DURATION: Final = 15
 RENEW_PERIOD: Final = 5.0
-# The Role deploy/overlays/with-scheduler/extender.yaml grants on the Lease (in SCHEDULER_LEASE_NAMESPACE).
+# The Role deploy/components/extender-roles grants on the Lease (in SCHEDULER_LEASE_NAMESPACE).
 LEASE_ROLE: Final = "descheduler-extender-lease"
 _USER = re.compile(r'User "([^"]+)"')
 _SERVICE_ACCOUNT = "system:serviceaccount:"
@@ -58,7 +58,7 @@ def forbidden_fix(namespace: str, message: str) -> str:
     )
     if namespace != SCHEDULER_LEASE_NAMESPACE:
         fix += (
-            f" (deploy/overlays/with-scheduler/extender.yaml defines that Role in {SCHEDULER_LEASE_NAMESPACE}: "
+            f" (deploy/components/extender-roles defines that Role in {SCHEDULER_LEASE_NAMESPACE}: "
             f"create it in {namespace} too, or keep the Lease in {SCHEDULER_LEASE_NAMESPACE})"
         )
     return fix

@@ -446,19 +446,27 @@ EXERCISES: tuple[Exercise, ...] = (
         migration_reservation_first,
     ),
     Exercise("plan-live", "descheduler plan --kubeconfig and descheduler snapshot save (CLI)", plan_live),
-    Exercise(
-        "extender-source",
-        "descheduler extender: its cluster view (cache and load reader), as its own ServiceAccount",
-        extender_source,
-        service_account=(NAMESPACE, "descheduler-extender"),
-        target=DEPLOY / "overlays" / "with-scheduler",
-    ),
-    Exercise(
-        "extender-scheduler-side",
-        "descheduler extender: acknowledge, bind (consume, fail) and the scheduler Lease, as its own ServiceAccount",
-        extender_scheduler_side,
-        service_account=(NAMESPACE, "descheduler-extender"),
-        target=DEPLOY / "overlays" / "with-scheduler",
+    # The extender as the with-scheduler overlay runs it (kube-scheduler's sidecar, under its account)
+    # and as the extender-mtls overlay runs it (alone, under its own).
+    *(
+        exercise
+        for overlay, account in (("with-scheduler", "load-aware-scheduler"), ("extender-mtls", "descheduler-extender"))
+        for exercise in (
+            Exercise(
+                f"extender-source-{overlay}",
+                f"descheduler extender: its cluster view (cache and load reader), as {account}",
+                extender_source,
+                service_account=(NAMESPACE, account),
+                target=DEPLOY / "overlays" / overlay,
+            ),
+            Exercise(
+                f"extender-scheduler-side-{overlay}",
+                f"descheduler extender: acknowledge, check and bind (consume, fail), the scheduler Lease, as {account}",
+                extender_scheduler_side,
+                service_account=(NAMESPACE, account),
+                target=DEPLOY / "overlays" / overlay,
+            ),
+        )
     ),
     Exercise(
         "migration-make-before-break",

@@ -120,8 +120,29 @@ def _binds(binding: dict[str, Any], namespace: str, name: str) -> bool:
     return False
 
 
-def grants_for(objects: Iterable[dict[str, Any]], namespace: str, service_account: str) -> list[Grant]:
-    """Every rule the manifests bind to ServiceAccount `namespace/service_account`, plus the defaults."""
+# The roles deploy/overlays/with-scheduler binds its kube-scheduler's account to (kind, name): the
+# API server's bootstrapped ones (not in the manifests) and the scheduler's leader-election Role.
+# They grant kube-scheduler's own calls, not our code's, though the extender shares the account.
+KUBE_SCHEDULER_ROLES = frozenset(
+    {
+        ("ClusterRole", "system:kube-scheduler"),
+        ("ClusterRole", "system:volume-scheduler"),
+        ("Role", "extension-apiserver-authentication-reader"),
+        ("Role", "load-aware-scheduler-leader-election"),
+    }
+)
+
+
+def grants_for(
+    objects: Iterable[dict[str, Any]],
+    namespace: str,
+    service_account: str,
+    *,
+    outside: frozenset[tuple[str, str]] = frozenset(),
+) -> list[Grant]:
+    """Every rule the manifests bind to ServiceAccount `namespace/service_account`, plus the defaults.
+    Bindings to the roles named in `outside` (another program's, such as KUBE_SCHEDULER_ROLES) are
+    left out; a binding to any other role the manifests do not define is a BindingError."""
     objects = list(objects)
     cluster_roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
     roles = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects if o["kind"] == "Role"}
@@ -132,6 +153,8 @@ def grants_for(objects: Iterable[dict[str, Any]], namespace: str, service_accoun
         ):
             continue
         ref = binding["roleRef"]
+        if (ref["kind"], ref["name"]) in outside:
+            continue
         binding_ns = binding["metadata"].get("namespace", "") if binding["kind"] == "RoleBinding" else None
         if ref["kind"] == "ClusterRole":
             role = cluster_roles.get(ref["name"])
