@@ -75,6 +75,7 @@ def test_the_alerts_an_operator_needs_are_shipped_each_saying_what_to_do() -> No
         "DeschedulerHotNodesNotRelieved",
         "DeschedulerPolicyRejected",
         "DeschedulerExtenderLeaseNotRenewed",
+        "DeschedulerExtenderBindsRefused",
         "DeschedulerMovesWithoutReservation",
     }
     for rule in alerts():
@@ -221,6 +222,29 @@ def test_extender_lease_not_renewed_fires_while_every_replica_is_refused(promtoo
             case(one_renews, "DeschedulerExtenderLeaseNotRenewed", "5m", []),
             case(blip, "DeschedulerExtenderLeaseNotRenewed", "5m", []),
             case(fixed, "DeschedulerExtenderLeaseNotRenewed", "8m", []),
+        ],
+    )
+
+
+def test_extender_binds_refused_fires_on_a_refusal_and_ends_ten_minutes_after_the_last(
+    promtool: str, rule_file: Path
+) -> None:
+    refused = 'descheduler_extender_binds_refused_total{%s, pod="a", reason="%s"}'
+    taint = {refused % (EXTENDER, "TaintNotTolerated"): "0 0 1 1x20"}  # one refused bind at 2m
+    gone = {refused % (EXTENDER, "BindPodNotFound"): "0 0 1 2 3x20"}  # pods deleted while scheduled
+    run_promtool_test(
+        promtool,
+        rule_file,
+        [
+            case(taint, "DeschedulerExtenderBindsRefused", "1m", []),
+            case(
+                taint,
+                "DeschedulerExtenderBindsRefused",
+                "3m",
+                [expected("DeschedulerExtenderBindsRefused", job="descheduler-extender", reason="TaintNotTolerated")],
+            ),
+            case(taint, "DeschedulerExtenderBindsRefused", "15m", []),
+            case(gone, "DeschedulerExtenderBindsRefused", "5m", []),
         ],
     )
 
