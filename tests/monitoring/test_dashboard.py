@@ -28,6 +28,7 @@ NOT_ON_THE_DASHBOARD = {
     "descheduler_extender_lease_renewals": "the extender is another process",
     "descheduler_extender_lease_renewed_timestamp_seconds": "the extender is another process",
     "descheduler_extender_tls_handshake_failures": "the extender is another process",
+    "descheduler_extender_binds_refused": "the extender is another process (DeschedulerExtenderBindsRefused alerts on it)",
 }
 GRAFANA_BUILTINS = {"__rate_interval", "__interval"}
 
