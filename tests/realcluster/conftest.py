@@ -1,6 +1,7 @@
-"""Fixtures for the real-cluster tests: an admin client and a namespace per test on the session's
-control plane (the `control_plane` fixture in tests/conftest.py: etcd + kube-apiserver from
-$KUBEBUILDER_ASSETS, skipped with how to get them when absent)."""
+"""Fixtures for the real-cluster tests: an admin client, a namespace per test and a
+kube-controller-manager per module on the session's control plane (the `control_plane` fixture in
+tests/conftest.py: etcd + kube-apiserver from $KUBEBUILDER_ASSETS, skipped with how to get them when
+absent)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,13 @@ def namespace(kube: KubeClient, request: pytest.FixtureRequest) -> Iterator[str]
     except KubeApiError as error:
         if error.status != 404:
             raise
+
+
+@pytest.fixture(scope="module")
+def controller_manager(control_plane: ControlPlane) -> Iterator[None]:
+    """kube-controller-manager for the module (Deployments, ReplicaSets, the namespace controller)."""
+    process = control_plane.start_controller_manager()
+    try:
+        yield
+    finally:
+        process.stop()

@@ -405,12 +405,21 @@ class ControlPlane:
         self.processes[index] = process  # the same place in the stop order
         self._wait(process, url, expect, context)
 
-    def audit_events(self, user: str | None = None) -> list[dict[str, Any]]:
+    def audit_mark(self) -> int:
+        """Where the audit log ends now: `audit_events(since=…)` reads only what is written after it."""
+        try:
+            return self.audit_log.stat().st_size
+        except OSError:
+            return 0
+
+    def audit_events(self, user: str | None = None, since: int = 0) -> list[dict[str, Any]]:
         """The audit events written so far (requests made with ServiceAccount credentials only, see
-        AUDIT_POLICY), of `user` (`system:serviceaccount:NS:NAME`) when given."""
+        AUDIT_POLICY), of `user` (`system:serviceaccount:NS:NAME`) when given, after the `audit_mark` `since`."""
         events = []
         try:
-            lines = self.audit_log.read_text(errors="replace").splitlines()
+            with self.audit_log.open("rb") as log:
+                log.seek(since)
+                lines = log.read().decode(errors="replace").splitlines()
         except OSError:
             return []
         for line in lines:

@@ -22,12 +22,15 @@ from realcluster_support import REPO, create, eventually, install_node_metric_cr
 from descheduler.fakecluster.apiserver import Access
 from descheduler.kube import KubeApiError, KubeClient
 from tests.deploy.kustomize import render
-from tests.deploy.rbac import Permission, grants_for, rbac_covers, unused_permissions
+from tests.deploy.rbac import KUBE_SCHEDULER_ROLES, Permission, grants_for, rbac_covers, unused_permissions
 
 OVERLAY = REPO / "deploy" / "overlays" / "with-scheduler"
 NAMESPACE = "descheduler-system"  # what deploy/base/kustomization.yaml sets
 CONTROLLER = "descheduler"
-EXTENDER = "descheduler-extender"
+# The account the extender runs as: deploy/overlays/with-scheduler runs it as the load-aware
+# kube-scheduler's sidecar, under that scheduler's ServiceAccount, bound to the extender's roles.
+EXTENDER = "load-aware-scheduler"
+EXTENDER_ROLE = "descheduler-extender"  # the extender's ClusterRole (deploy/components/extender-roles)
 CONTROLLER_LEASE = "descheduler"  # `descheduler run`'s default --lease-name, the one the Role names
 RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 
@@ -87,16 +90,7 @@ class Installation:
 
 def install(kube: KubeClient) -> Installation:
     """Create every rendered Namespace and RBAC object (one already there is left as it is)."""
-    done = Installation()
-    order = {kind: index for index, kind in enumerate(RBAC_KINDS)}
-    for obj in sorted(rendered_rbac(), key=lambda o: order[o["kind"]]):
-        try:
-            create(kube, _path(obj), obj)
-        except KubeApiError as error:
-            if error.status != 409:
-                raise
-        done.objects.append(obj)
-    return done
+    return install_objects(kube, rendered_rbac())
 
 
 def scheduler_side(
@@ -198,7 +192,7 @@ def audit(events: list[dict[str, Any]], service_account: str) -> AuditReport:
             if (e.get("responseStatus") or {}).get("code") == 403
         }
     )
-    grants = grants_for(render(OVERLAY), NAMESPACE, service_account)
+    grants = grants_for(render(OVERLAY), NAMESPACE, service_account, outside=KUBE_SCHEDULER_ROLES)
     return AuditReport(
         service_account, refused, rbac_covers(grants, accesses), unused_permissions(grants, accesses), accesses
     )

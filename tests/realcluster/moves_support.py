@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from controlplane import free_port, terminate
+from controlplane import ControlPlane, Process, free_port, terminate
 from realcluster_support import create, create_node, merge_patch
 from standin import ObjectWatch
 
@@ -66,6 +66,7 @@ class OurProcess:
     log: Path
     port: int
     popen: subprocess.Popen[bytes] | None = None
+    health_port: int | None = None  # where GET /healthz, /readyz and /metrics are served, when not on `port`
 
     def start(self) -> OurProcess:
         command = [*_die_with_us(), sys.executable, "-m", "descheduler", *self.args]
@@ -124,7 +125,7 @@ class OurProcess:
 
     def get(self, path: str) -> tuple[int, str]:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as reply:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port or self.port}{path}", timeout=2) as reply:
                 return reply.status, reply.read().decode(errors="replace")
         except urllib.error.HTTPError as error:
             return error.code, ""
@@ -163,15 +164,27 @@ def _same_series(key: str, name: str, labels: dict[str, str]) -> bool:
 
 
 def extender_process(
-    workdir: Path, kubeconfig: Path, policy: Path, lease_namespace: str, identity: str = "extender-0"
+    workdir: Path,
+    kubeconfig: Path,
+    policy: Path,
+    lease_namespace: str,
+    identity: str = "extender-0",
+    *,
+    health: bool = False,
+    extra: Iterable[str] = (),
 ) -> OurProcess:
+    """`descheduler extender` on 127.0.0.1, as deploy/overlays/with-scheduler's sidecar listens; with
+    `health`, /healthz, /readyz and /metrics on a port of their own, as the sidecar serves them."""
     port = free_port()
     args = ["extender", "--policy", str(policy), "--kubeconfig", str(kubeconfig), "--host", "127.0.0.1"]
     args += ["--port", str(port), "--identity", identity]
     args += ["--scheduler-lease", f"{lease_namespace}/{SCHEDULER_LEASE}", "--scheduler-name", LOAD_AWARE_SCHEDULER]
     # The load is re-read every 2 s (the publisher's period), not every 15 s.
-    args += ["--load-interval", "2"]
-    return OurProcess(identity, args, workdir / f"{identity}.log", port)
+    args += ["--load-interval", "2", *extra]
+    health_port = free_port() if health else None
+    if health_port is not None:
+        args += ["--health-port", str(health_port)]
+    return OurProcess(identity, args, workdir / f"{identity}.log", port, health_port=health_port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,31 +217,106 @@ def controller_process(
     return OurProcess(identity, args, workdir / f"{identity}.log", port)
 
 
-def scheduler_configuration(path: Path, kubeconfig: Path, extender_url: str) -> Path:
-    """kube-scheduler's configuration with deploy/overlays/with-scheduler's profile and extender, plus
-    the bind verb (the extender consumes the pod's Reservation where the binding is decided) and not
-    ignorable (a test must not pass by scheduling around a broken extender)."""
-    config = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig)},
-        "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": LOAD_AWARE_SCHEDULER}],
-        "extenders": [
-            {
-                "urlPrefix": extender_url,
-                "filterVerb": "filter",
-                "prioritizeVerb": "prioritize",
-                "bindVerb": "bind",
-                "weight": 5,
-                "nodeCacheCapable": True,
-                "ignorable": False,
-                "httpTimeout": "5s",
-            }
-        ],
-    }
+@dataclass(frozen=True, slots=True)
+class ExtenderTls:
+    """Certificates for deploy/overlays/extender-mtls's setup: a CA, the extender's serving certificate
+    for 127.0.0.1, and kube-scheduler's client certificate, all from one CA (trustme), as files."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+    @classmethod
+    def make(cls, folder: Path) -> ExtenderTls:
+        import trustme
+
+        folder.mkdir(parents=True, exist_ok=True)
+        authority = trustme.CA()
+        server = authority.issue_cert("127.0.0.1", "localhost")
+        client = authority.issue_cert("kube-scheduler")
+        paths = cls(*(folder / n for n in ("ca.crt", "tls.crt", "tls.key", "client.crt", "client.key")))
+        authority.cert_pem.write_to_path(str(paths.ca))
+        for cert, cert_path, key_path in (
+            (server, paths.server_cert, paths.server_key),
+            (client, paths.client_cert, paths.client_key),
+        ):
+            cert.private_key_pem.write_to_path(str(key_path))
+            for index, blob in enumerate(cert.cert_chain_pems):
+                blob.write_to_path(str(cert_path), append=index > 0)
+        return paths
+
+    def server_args(self) -> list[str]:
+        """The extender's flags, as deploy/overlays/extender-mtls passes them."""
+        return [
+            *("--tls-cert-file", str(self.server_cert), "--tls-private-key-file", str(self.server_key)),
+            *("--client-ca-file", str(self.ca)),
+        ]
+
+    def client_config(self) -> dict[str, Any]:
+        """kube-scheduler's extender fields that present the client certificate and check the server's."""
+        return {
+            "enableHTTPS": True,
+            "tlsConfig": {"certFile": str(self.client_cert), "keyFile": str(self.client_key), "caFile": str(self.ca)},
+        }
+
+
+def scheduler_configuration(path: Path, kubeconfig: Path, extender_url: str, tls: dict[str, Any] | None = None) -> Path:
+    """deploy/overlays/with-scheduler's KubeSchedulerConfiguration as it ships (its profile, and its
+    extender: filter, prioritize, bind, not ignorable), with this machine's parts: the kubeconfig, no
+    leader election, the extender's URL (its port is a free one here) and, with `tls`, the fields that
+    make it call over mutual TLS (ExtenderTls.client_config), as deploy/overlays/extender-mtls says."""
+    from tests.deploy.deploy_support import DEPLOY, find, rendered
+
+    shipped = find(rendered(DEPLOY / "overlays" / "with-scheduler"), "ConfigMap", f"{LOAD_AWARE_SCHEDULER}-config")
+    config: dict[str, Any] = yaml.safe_load(shipped["data"]["config.yaml"])
+    config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    config["leaderElection"] = {"leaderElect": False}
+    [extender] = config["extenders"]
+    assert extender["urlPrefix"].startswith("http://127.0.0.1:"), extender["urlPrefix"]  # the pod's own sidecar
+    extender.update(urlPrefix=extender_url, **(tls or {}))
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
+
+
+@contextlib.contextmanager
+def load_aware_side(
+    control_plane: ControlPlane,
+    workdir: Path,
+    kubeconfig: Path,
+    policy: Path,
+    lease_namespace: str,
+    *,
+    startup: float,
+    tls: ExtenderTls | None = None,
+) -> Iterator[OurProcess]:
+    """`descheduler extender` (as `kubeconfig`'s account) and a kube-scheduler whose profile calls it,
+    as deploy/ ships them: over loopback, or with `tls` over mutual TLS; both stopped on exit."""
+    extender = extender_process(
+        workdir,
+        kubeconfig,
+        policy,
+        lease_namespace,
+        health=tls is not None,
+        extra=tls.server_args() if tls is not None else (),
+    )
+    scheduler: Process | None = None
+    try:
+        extender.start()
+        extender.wait_ready("/readyz", startup)
+        config = scheduler_configuration(
+            workdir / "load-aware-scheduler.yaml",
+            control_plane.kubeconfig,
+            f"{'https' if tls else 'http'}://127.0.0.1:{extender.port}",
+            tls=tls.client_config() if tls is not None else None,
+        )
+        scheduler = control_plane.start_scheduler(config)
+        yield extender
+    finally:
+        if scheduler is not None:
+            scheduler.stop()
+        extender.stop()
 
 
 # ---------------------------------------------------------------------------------- the cluster's contents

@@ -25,6 +25,7 @@ hot workloads run hot while their requests look modest, as on a real cluster.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import threading
@@ -41,6 +42,7 @@ from moves_support import (
     LABEL_JOB,
     LOAD_AWARE_SCHEDULER,
     STEPS,
+    ExtenderTls,
     LeaseTimings,
     MoveRecorder,
     OurProcess,
@@ -54,11 +56,11 @@ from moves_support import (
     deployment,
     extender_process,
     list_pods,
+    load_aware_side,
     phase,
     pods_report,
     reached_step,
     ready,
-    scheduler_configuration,
     summary,
     wait_until,
 )
@@ -138,6 +140,7 @@ class Components:
     processes: list[Process]
     controller_kubeconfig: Path  # the `descheduler` ServiceAccount's token
     control_plane: ControlPlane
+    audit_from: int = 0  # the audit log's mark when the module started: its calls are the ones after it
 
     def state(self, stage: Stage) -> str:
         """For a failure message: the stage's pods and events, the stand-ins' errors and every
@@ -155,27 +158,40 @@ def components(
 ) -> Iterator[Components]:
     """kube-controller-manager, the stock kube-scheduler, `descheduler extender` and a kube-scheduler
     whose profile `load-aware-scheduler` calls it; all stopped when the module ends, so later tests
-    find the bare control plane they expect. The extender runs as deploy/ installs it: the
-    `descheduler-extender` ServiceAccount's token, bound by the rendered RBAC, its Lease in the
-    rendered namespace."""
-    workdir = tmp_path_factory.mktemp("moves")
+    find the bare control plane they expect. The extender runs as deploy/overlays/with-scheduler
+    installs it: on loopback, under the scheduler's ServiceAccount (its token, bound by the rendered
+    RBAC), its Lease in the rendered namespace."""
+    with started_components(control_plane, kube, tmp_path_factory.mktemp("moves")) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def started_components(
+    control_plane: ControlPlane, kube: KubeClient, workdir: Path, tls: ExtenderTls | None = None
+) -> Iterator[Components]:
+    """What `components` starts; with `tls`, the extender serves HTTPS to client certificates only and
+    kube-scheduler calls it with its own, as deploy/overlays/extender-mtls sets them up."""
+    audit_from = control_plane.audit_mark()
     installation, tokens = installed.scheduler_side(control_plane, kube, workdir)
     started: list[Process] = []
     extender_policy = workdir / "extender-policy.yaml"
     extender_policy.write_text(EXTENDER_POLICY)
-    extender = extender_process(workdir, tokens[installed.EXTENDER], extender_policy, installed.NAMESPACE)
     try:
         started.append(control_plane.start_controller_manager())
         started.append(control_plane.start_scheduler())
-        extender.start()
-        extender.wait_ready("/readyz", SLACK * STARTUP)
-        config = scheduler_configuration(
-            workdir / "load-aware-scheduler.yaml", control_plane.kubeconfig, f"http://127.0.0.1:{extender.port}"
-        )
-        started.append(control_plane.start_scheduler(config))
-        yield Components(workdir, installed.NAMESPACE, extender, started, tokens[installed.CONTROLLER], control_plane)
+        with load_aware_side(
+            control_plane,
+            workdir,
+            tokens[installed.EXTENDER],
+            extender_policy,
+            installed.NAMESPACE,
+            startup=SLACK * STARTUP,
+            tls=tls,
+        ) as extender:
+            yield Components(
+                workdir, installed.NAMESPACE, extender, started, tokens[installed.CONTROLLER], control_plane, audit_from
+            )
     finally:
-        extender.stop()
         try:
             installation.remove(kube)  # while the controller-manager runs: it finishes the namespace's deletion
         finally:
@@ -480,7 +496,8 @@ def check_permissions(
     problems: list[str] = []
     for account, process in processes.items():
         problems += [f"{process.name} ({account}) log: {line}" for line in installed.forbidden_lines(process.text())]
-        report = installed.audit(components.control_plane.audit_events(installed.user(account)), account)
+        events = components.control_plane.audit_events(installed.user(account), since=components.audit_from)
+        report = installed.audit(events, account)
         assert report.accesses, f"no audited call of {account}: is it using its token?"
         problems += [f"apiserver refused {account}: {refusal}" for refusal in report.refused]
         not_covered = installed.not_granted(also, account, report.not_covered) if also else report.not_covered
@@ -721,7 +738,7 @@ def test_an_extender_that_may_not_write_the_lease_says_the_fix_and_the_fix_works
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
         "metadata": {"name": account},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": installed.EXTENDER},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": installed.EXTENDER_ROLE},
         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": "kube-system"}],
     }
     create(kube, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", reads)

@@ -26,6 +26,7 @@ from controlplane import ControlPlane, Process
 from moves_support import (
     LOAD_AWARE_SCHEDULER,
     RUN_LABEL,
+    ExtenderTls,
     LeaseTimings,
     OurProcess,
     clean_up,
@@ -34,11 +35,10 @@ from moves_support import (
     create_test_nodes,
     delete_quietly,
     deployment,
-    extender_process,
     list_pods,
+    load_aware_side,
     pods_report,
     ready,
-    scheduler_configuration,
     wait_until,
 )
 from realcluster_support import REPO, apply_crd, create
@@ -101,30 +101,36 @@ class Components:
     processes: list[Process]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["loopback", "mtls"])
 def components(
-    control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    kube: KubeClient,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Components]:
     """kube-controller-manager, `descheduler extender` as deploy/ installs it (its ServiceAccount's
-    token, the rendered RBAC) and a kube-scheduler whose profile calls it; the ElasticQuota CRD."""
-    workdir = tmp_path_factory.mktemp("quota")
+    token, the rendered RBAC) and a kube-scheduler whose profile calls it, over loopback (the
+    with-scheduler overlay's sidecar) or over mutual TLS (extender-mtls); the ElasticQuota CRD."""
+    workdir = tmp_path_factory.mktemp(f"quota-{request.param}")
     installation, tokens = installed.scheduler_side(control_plane, kube, workdir)
     apply_crd(kube, yaml.safe_load(CRD.read_text()))
     policy = workdir / "extender-policy.yaml"
     policy.write_text(EXTENDER_POLICY)
-    extender = extender_process(workdir, tokens[installed.EXTENDER], policy, installed.NAMESPACE)
+    tls = ExtenderTls.make(workdir / "tls") if request.param == "mtls" else None
     started: list[Process] = []
     try:
         started.append(control_plane.start_controller_manager())
-        extender.start()
-        extender.wait_ready("/readyz", SLACK * STARTUP)
-        config = scheduler_configuration(
-            workdir / "load-aware-scheduler.yaml", control_plane.kubeconfig, f"http://127.0.0.1:{extender.port}"
-        )
-        started.append(control_plane.start_scheduler(config))
-        yield Components(workdir, control_plane, extender, tokens[installed.CONTROLLER], started)
+        with load_aware_side(
+            control_plane,
+            workdir,
+            tokens[installed.EXTENDER],
+            policy,
+            installed.NAMESPACE,
+            startup=SLACK * STARTUP,
+            tls=tls,
+        ) as extender:
+            yield Components(workdir, control_plane, extender, tokens[installed.CONTROLLER], started)
     finally:
-        extender.stop()
         try:
             installation.remove(kube)  # while the controller-manager runs: it finishes the namespace's deletion
         finally:

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 import installed
 import pytest
 import yaml
-from controlplane import ControlPlane, Process
 from realcluster_support import eventually
 
 from descheduler.kube import KubeClient
@@ -23,15 +22,6 @@ from tests.deploy.kustomize import render
 ACCOUNT = installed.CONTROLLER
 FIXTURES = installed.REPO / "tests" / "deploy" / "fixtures" / "kustomize"
 NAMESPACED = FIXTURES / "make-before-break-namespaced"
-
-
-@pytest.fixture(scope="module")
-def controller_manager(control_plane: ControlPlane) -> Iterator[None]:
-    process: Process = control_plane.start_controller_manager()
-    try:
-        yield
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from controlplane import ControlPlane, Process
 from realcluster_support import bind, create, create_node, delete_node, eventually, get, merge_patch
 from standin import KubeletStandIn
 
@@ -22,15 +21,6 @@ from descheduler.kube import KubeApiError, KubeClient
 
 RESTARTED = "kubectl.kubernetes.io/restartedAt"
 START_DELAY = 2.5  # seconds from binding to Ready on the stand-in's node
-
-
-@pytest.fixture(scope="module")
-def controller_manager(control_plane: ControlPlane) -> Iterator[None]:
-    process: Process = control_plane.start_controller_manager()
-    try:
-        yield
-    finally:
-        process.stop()
 
 
 @pytest.fixture
