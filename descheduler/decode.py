@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from descheduler.durations import parse_duration
-from descheduler.labels import LabelSelector
+from descheduler.labels import LabelSelector, Requirement
 from descheduler.model import (
     ANNOTATION_CONFIG_SOURCE,
     ANNOTATION_DELETION_COST,
@@ -26,12 +26,14 @@ from descheduler.model import (
     ANNOTATION_PREFER_NO_EVICTION,
     ANNOTATION_RAW_ALLOCATABLE,
     ANNOTATION_USAGE_THRESHOLDS,
+    ANY_IP,
     DEFAULT_TTL,
     JOB_POD_USAGE_ANNOTATION,
     JOB_SOURCE_NODE_ANNOTATION,
     JOB_WORKLOAD_UID_ANNOTATION,
     AggregatedUsage,
     ElasticQuota,
+    HostPort,
     MigrationJob,
     Node,
     NodeSelectorRequirement,
@@ -46,6 +48,7 @@ from descheduler.model import (
     QoSClass,
     Reservation,
     ReservationOwner,
+    SpreadConstraint,
     Taint,
     Toleration,
     Workload,
@@ -115,10 +118,18 @@ class RawResourceRequirements(_Raw):
     limits: ResourceList | None = None
 
 
+class RawContainerPort(_Raw):
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")  # not camel case's "hostIp"
+
+
 class RawContainer(_Raw):
     name: str = ""
     resources: RawResourceRequirements | None = None
     restart_policy: str | None = None
+    ports: list[RawContainerPort] | None = None
 
 
 class RawToleration(_Raw):
@@ -152,15 +163,31 @@ class RawPodAffinityTerm(_Raw):
     topology_key: str = ""
     namespaces: list[str] | None = None
     namespace_selector: dict[str, Any] | None = None
+    match_label_keys: list[str] | None = None
+    mismatch_label_keys: list[str] | None = None
 
 
 class RawPodAntiAffinity(_Raw):
+    """podAffinity or podAntiAffinity: only the required terms are hard rules."""
+
     required_during_scheduling_ignored_during_execution: list[RawPodAffinityTerm] | None = None
 
 
 class RawAffinity(_Raw):
     node_affinity: RawNodeAffinity | None = None
+    pod_affinity: RawPodAntiAffinity | None = None
     pod_anti_affinity: RawPodAntiAffinity | None = None
+
+
+class RawSpreadConstraint(_Raw):
+    max_skew: int = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: dict[str, Any] | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] | None = None
 
 
 class RawVolume(_Raw):
@@ -189,6 +216,7 @@ class RawPodSpec(RawSpecFields):
     init_containers: list[RawContainer] | None = None
     affinity: RawAffinity | None = None
     tolerations: list[RawToleration] | None = None
+    topology_spread_constraints: list[RawSpreadConstraint] | None = None
 
 
 class RawCondition(_Raw):
@@ -645,17 +673,130 @@ def _requirements(raw: list[RawNodeSelectorRequirement] | None, field: str) -> t
 def _anti_affinity(affinity: RawAffinity | None) -> tuple[PodAffinityTerm, ...]:
     if affinity is None or affinity.pod_anti_affinity is None:
         return ()
-    terms = affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution or ()
-    field = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    return _pod_terms(affinity.pod_anti_affinity, "spec.affinity.podAntiAffinity")
+
+
+def _pod_affinity(affinity: RawAffinity | None) -> tuple[PodAffinityTerm, ...]:
+    if affinity is None or affinity.pod_affinity is None:
+        return ()
+    return _pod_terms(affinity.pod_affinity, "spec.affinity.podAffinity")
+
+
+def _pod_terms(raw: RawPodAntiAffinity, where: str) -> tuple[PodAffinityTerm, ...]:
+    terms = raw.required_during_scheduling_ignored_during_execution or ()
+    field = f"{where}.requiredDuringSchedulingIgnoredDuringExecution"
     return tuple(
         PodAffinityTerm(
             label_selector=_selector(t.label_selector, f"{field}[{i}].labelSelector"),
             topology_key=t.topology_key,
             namespaces=tuple(t.namespaces or ()),
             namespace_selector=_selector(t.namespace_selector, f"{field}[{i}].namespaceSelector"),
+            match_label_keys=tuple(t.match_label_keys or ()),
+            mismatch_label_keys=tuple(t.mismatch_label_keys or ()),
         )
         for i, t in enumerate(terms)
     )
+
+
+def _with_label_keys(
+    selector: LabelSelector | None, labels: Mapping[str, str], match: tuple[str, ...], mismatch: tuple[str, ...] = ()
+) -> LabelSelector | None:
+    """`matchLabelKeys` as `key In (the pod's value)`, `mismatchLabelKeys` as `key NotIn (…)`, ANDed
+    into the selector; a key the pod has no label for is ignored (the API server's merge for pod
+    affinity, podtopologyspread/common.go mergeLabelSetWithSelector for spread; merging twice
+    changes nothing). A nil selector stays nil: it matches no pod."""
+    extra = [Requirement(k, "In", (labels[k],)) for k in match if k in labels]
+    extra += [Requirement(k, "NotIn", (labels[k],)) for k in mismatch if k in labels]
+    if selector is None or not extra:
+        return selector
+    return LabelSelector(selector.match_labels, (*selector.match_expressions, *extra))
+
+
+def _merged_terms(terms: tuple[PodAffinityTerm, ...], labels: Mapping[str, str]) -> tuple[PodAffinityTerm, ...]:
+    if not any(t.match_label_keys or t.mismatch_label_keys for t in terms):
+        return terms
+    return tuple(
+        msgspec.structs.replace(
+            t,
+            label_selector=_with_label_keys(t.label_selector, labels, t.match_label_keys, t.mismatch_label_keys),
+            match_label_keys=(),
+            mismatch_label_keys=(),
+        )
+        for t in terms
+    )
+
+
+_POLICIES = ("Honor", "Ignore")
+
+
+def _spread(raw: list[RawSpreadConstraint] | None) -> tuple[tuple[SpreadConstraint, ...], str]:
+    """The DoNotSchedule constraints (ScheduleAnyway only scores), and the first one whose field
+    values the core does not model, named ("" when none): that pod is not moved, never guessed at."""
+    out: list[SpreadConstraint] = []
+    unjudged = ""
+    for i, c in enumerate(raw or ()):
+        if c.when_unsatisfiable == "ScheduleAnyway":
+            continue
+        field = f"spec.topologySpreadConstraints[{i}]"
+        problem = ""
+        if c.when_unsatisfiable != "DoNotSchedule":
+            problem = f"whenUnsatisfiable {c.when_unsatisfiable!r}"
+        elif c.node_affinity_policy not in (None, *_POLICIES):
+            problem = f"nodeAffinityPolicy {c.node_affinity_policy!r}"
+        elif c.node_taints_policy not in (None, *_POLICIES):
+            problem = f"nodeTaintsPolicy {c.node_taints_policy!r}"
+        elif c.max_skew < 1 or not c.topology_key or (c.min_domains is not None and c.min_domains < 1):
+            problem = f"maxSkew {c.max_skew}, topologyKey {c.topology_key!r}, minDomains {c.min_domains}"
+        if problem:
+            unjudged = unjudged or f"PodTopologySpread: {field} {problem}"
+            continue
+        out.append(
+            SpreadConstraint(
+                max_skew=c.max_skew,
+                topology_key=c.topology_key,
+                selector=_selector(c.label_selector, f"{field}.labelSelector"),
+                min_domains=c.min_domains or 1,
+                honor_node_affinity=c.node_affinity_policy != "Ignore",
+                honor_node_taints=c.node_taints_policy == "Honor",
+                match_label_keys=tuple(c.match_label_keys or ()),
+            )
+        )
+    return tuple(out), unjudged
+
+
+def _merged_spread(spread: tuple[SpreadConstraint, ...], labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
+    if not any(c.match_label_keys for c in spread):
+        return spread
+    return tuple(
+        msgspec.structs.replace(
+            c, selector=_with_label_keys(c.selector, labels, c.match_label_keys), match_label_keys=()
+        )
+        for c in spread
+    )
+
+
+def _host_ports(raw: list[RawContainerPort] | None) -> tuple[HostPort, ...]:
+    """The ports of one container bound on the node; empty hostIP and protocol as kube-scheduler's
+    HostPortInfo sanitizes them (0.0.0.0, TCP)."""
+    return tuple(
+        HostPort(port=p.host_port, protocol=p.protocol or "TCP", ip=p.host_ip or ANY_IP)
+        for p in raw or ()
+        if p.host_port > 0
+    )
+
+
+def pod_host_ports(containers: list[RawContainer], init_containers: list[RawContainer] | None) -> tuple[HostPort, ...]:
+    """kube-scheduler's GetHostPorts (pkg/scheduler/util/utils.go, read by NodePorts in
+    framework/plugins/nodeports/node_ports.go): the app containers' host ports and those of init
+    containers with restartPolicy Always, which run for the pod's whole life."""
+    out: list[HostPort] = []
+    for c in init_containers or ():
+        if c.restart_policy == "Always":
+            out.extend(_host_ports(c.ports))
+    for c in containers:
+        if c.ports:
+            out.extend(_host_ports(c.ports))
+    return tuple(out)
 
 
 def _tolerations(raw: list[RawToleration] | None) -> tuple[Toleration, ...]:
@@ -684,6 +825,8 @@ def pod_from_raw(raw: RawPod) -> Pod:
     # Evaluated in this order, so a pod with several bad fields is named by the same one each time.
     node_affinity = _node_affinity(affinity)
     anti_affinity = _anti_affinity(affinity)
+    pod_affinity = _pod_affinity(affinity)
+    spread = _spread(spec.topology_spread_constraints)
     return _pod(
         raw.metadata,
         spec,
@@ -694,7 +837,13 @@ def pod_from_raw(raw: RawPod) -> Pod:
         node_affinity,
         anti_affinity,
         _tolerations(spec.tolerations),
+        (pod_affinity, pod_host_ports(spec.containers, spec.init_containers), *spread),
     )
+
+
+# (required pod affinity, host ports, spread constraints, the rule the core cannot judge)
+PodRules = tuple[tuple[PodAffinityTerm, ...], tuple[HostPort, ...], tuple[SpreadConstraint, ...], str]
+_NO_RULES: PodRules = ((), (), (), "")
 
 
 def _pod(
@@ -707,8 +856,10 @@ def _pod(
     node_affinity: tuple[NodeSelectorTerm, ...] | None,
     anti_affinity: tuple[PodAffinityTerm, ...],
     tolerations: tuple[Toleration, ...],
+    rules: PodRules = _NO_RULES,
 ) -> Pod:
-    """The record from the parts both pod shapes decode alike and the parts decoded already."""
+    """The record from the parts both pod shapes decode alike and the parts decoded already;
+    `rules`: (required pod affinity, host ports, spread constraints, what is unjudged)."""
     local_storage = pvc = False
     for volume in spec.volumes or ():  # one loop, not two any() generators: most pods have a volume
         if volume.empty_dir is not None or volume.host_path is not None:
@@ -719,6 +870,14 @@ def _pod(
     scheduled_at, ready = conditions
     annotations = meta.annotations  # most pods: none kept, told without a call
     kept = {} if not annotations or _POD_ANNOTATIONS.isdisjoint(annotations) else _keep(annotations, _POD_ANNOTATIONS)
+    labels = meta.labels or {}
+    pod_affinity, host_ports, spread, unjudged = rules
+    if anti_affinity:
+        anti_affinity = _merged_terms(anti_affinity, labels)
+    if pod_affinity:
+        pod_affinity = _merged_terms(pod_affinity, labels)
+    if spread:
+        spread = _merged_spread(spread, labels)
     # By position (see Pod): tests/kube/test_listed_pod_decode.py checks this order against Pod's fields.
     return Pod(
         meta.namespace or "default",  # namespace
@@ -726,7 +885,7 @@ def _pod(
         meta.uid,  # uid
         spec.node_name,  # node_name
         phase or ("Running" if spec.node_name else "Pending"),  # phase
-        meta.labels or {},  # labels
+        labels,  # labels
         kept,  # annotations
         owner,  # owner
         requests,  # requests
@@ -746,6 +905,10 @@ def _pod(
         tolerations,  # tolerations
         local_storage,  # has_local_storage
         pvc,  # has_pvc
+        host_ports,  # host_ports
+        spread,  # spread
+        pod_affinity,  # affinity
+        unjudged,  # unjudged
     )
 
 
@@ -766,7 +929,9 @@ def _pod(
 _NULL = msgspec.Raw(b"null")
 _MEMO_LIMIT = 8192  # distinct texts remembered per part; past it a memo starts afresh
 _UNSEEN = object()
-_NO_AFFINITY: tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PodAffinityTerm, ...]] = (None, ())
+# (required node affinity, required pod anti-affinity, required pod affinity)
+Affinities = tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PodAffinityTerm, ...], tuple[PodAffinityTerm, ...]]
+_NO_AFFINITY: Affinities = (None, (), ())
 
 
 class Refit(Exception):
@@ -780,11 +945,12 @@ class RawListedPodMeta(RawMetaFields):
 
 
 class RawListedContainer(_Raw):
-    """RawContainer with its resources as raw text."""
+    """RawContainer with its resources and ports as raw text."""
 
     name: str = ""
     resources: msgspec.Raw = _NULL
     restart_policy: str | None = None
+    ports: msgspec.Raw = _NULL
 
 
 class RawListedPodSpec(RawSpecFields):
@@ -794,6 +960,7 @@ class RawListedPodSpec(RawSpecFields):
     init_containers: list[RawListedContainer] | None = None
     affinity: msgspec.Raw = _NULL
     tolerations: msgspec.Raw = _NULL
+    topology_spread_constraints: msgspec.Raw = _NULL
 
 
 class RawListedPodStatus(_Raw):
@@ -818,13 +985,18 @@ _OWNER_REFERENCES = msgspec.json.Decoder(list[RawOwnerReference] | None)
 _AFFINITY = msgspec.json.Decoder(RawAffinity | None)
 _TOLERATIONS = msgspec.json.Decoder(list[RawToleration] | None)
 _CONDITIONS = msgspec.json.Decoder(list[RawCondition] | None)
+_PORTS = msgspec.json.Decoder(list[RawContainerPort] | None)
+_SPREAD = msgspec.json.Decoder(list[RawSpreadConstraint] | None)
 
 _resources_memo: dict[Any, tuple[Resources, Resources, QoSClass]] = {}
 _owner_memo: dict[bytes, OwnerRef | None] = {}
-_affinity_memo: dict[bytes, tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PodAffinityTerm, ...]]] = {}
+_affinity_memo: dict[bytes, Affinities] = {}
+_ports_memo: dict[bytes, tuple[HostPort, ...]] = {}
+_spread_memo: dict[bytes, tuple[tuple[SpreadConstraint, ...], str]] = {}
 _tolerations_memo: dict[bytes, tuple[Toleration, ...]] = {}
 _conditions_memo: dict[bytes, tuple[datetime | None, bool]] = {}
 _NO_CONDITIONS: tuple[datetime | None, bool] = (None, False)
+# (required pod affinity, host ports, spread constraints, the rule the core cannot judge)
 
 
 def _typed(decoder: msgspec.json.Decoder[T], raw: msgspec.Raw) -> T:
@@ -906,14 +1078,41 @@ def pod_from_listed(raw: RawListedPod) -> Pod:
         affinity = _affinity_memo.get(affinity_key)  # type: ignore[assignment]
         if affinity is None:
             raw_affinity = _typed(_AFFINITY, spec.affinity)
+    host_ports = _listed_host_ports(listed, listed_init)
+    spread: tuple[tuple[SpreadConstraint, ...], str] = ((), "")
+    if spec.topology_spread_constraints is not _NULL:
+        spread_key = bytes(spec.topology_spread_constraints)
+        spread = _spread_memo.get(spread_key)  # type: ignore[assignment]
+        if spread is None:
+            raw_spread = _typed(_SPREAD, spec.topology_spread_constraints)
     if resources is None:
         resources = _resources_of(containers, init_containers, overhead)
         if not overhead:
             _remember(_resources_memo, resources_key, resources)
     if affinity is None:
         node_affinity = _node_affinity(raw_affinity)
-        affinity = _remember(_affinity_memo, affinity_key, (node_affinity, _anti_affinity(raw_affinity)))
-    return _pod(meta, spec, status.phase, conditions, resources, owner, affinity[0], affinity[1], tolerations)
+        anti_affinity = _anti_affinity(raw_affinity)
+        affinity = _remember(_affinity_memo, affinity_key, (node_affinity, anti_affinity, _pod_affinity(raw_affinity)))
+    if spread is None:
+        spread = _remember(_spread_memo, spread_key, _spread(raw_spread))
+    rules = (affinity[2], host_ports, *spread)
+    return _pod(meta, spec, status.phase, conditions, resources, owner, affinity[0], affinity[1], tolerations, rules)
+
+
+def _listed_host_ports(
+    listed: list[RawListedContainer], listed_init: list[RawListedContainer] | None
+) -> tuple[HostPort, ...]:
+    """`pod_host_ports` of the cache's shape, each container's ports text decoded once."""
+    out: tuple[HostPort, ...] = ()
+    for c in (*(c for c in listed_init or () if c.restart_policy == "Always"), *listed):
+        if c.ports is _NULL:
+            continue
+        key = bytes(c.ports)
+        found = _ports_memo.get(key)
+        if found is None:
+            found = _remember(_ports_memo, key, _host_ports(_typed(_PORTS, c.ports)))
+        out += found
+    return out
 
 
 # --- nodes and the rest ---------------------------------------------------------------------

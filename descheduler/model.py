@@ -128,10 +128,51 @@ class NodeSelectorTerm(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PodAffinityTerm(msgspec.Struct, frozen=True, kw_only=True):
+    """A required pod (anti-)affinity term. `matchLabelKeys`/`mismatchLabelKeys` are merged into the
+    selector from the pod's own labels as the decoder builds the pod (as the API server does)."""
+
     label_selector: LabelSelector | None
     topology_key: str
     namespaces: tuple[str, ...] = ()
     namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()  # still to merge (the decoder's memo holds terms before the merge)
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class HostPort(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A container port bound on the node (`hostPort`), as kube-scheduler's HostPortInfo keys it:
+    an empty hostIP is 0.0.0.0 (every address) and an empty protocol is TCP."""
+
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+    def conflicts(self, other: HostPort) -> bool:
+        """kube-scheduler's HostPortInfo.CheckConflict: same protocol and port, on the same address
+        or on 0.0.0.0 on either side."""
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        return self.ip == other.ip or ANY_IP in (self.ip, other.ip)
+
+    def __str__(self) -> str:
+        return f"{self.port}/{self.protocol}" + ("" if self.ip == ANY_IP else f" on {self.ip}")
+
+
+ANY_IP = "0.0.0.0"
+
+
+class SpreadConstraint(msgspec.Struct, frozen=True, kw_only=True):
+    """A topologySpreadConstraint with whenUnsatisfiable DoNotSchedule (ScheduleAnyway is a score).
+    `selector` None matches no pod (a nil labelSelector); `matchLabelKeys` are merged into it from
+    the pod's own labels as the decoder builds the pod."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector | None
+    min_domains: int = 1
+    honor_node_affinity: bool = True  # nodeAffinityPolicy Honor (the default)
+    honor_node_taints: bool = False  # nodeTaintsPolicy Honor (default Ignore)
+    match_label_keys: tuple[str, ...] = ()  # still to merge
 
 
 class Node(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -178,6 +219,12 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     tolerations: tuple[Toleration, ...] = ()
     has_local_storage: bool = False
     has_pvc: bool = False
+    host_ports: tuple[HostPort, ...] = ()  # of its containers and sidecar init containers
+    spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule topology spread constraints
+    affinity: tuple[PodAffinityTerm, ...] = ()  # required pod affinity
+    # A hard rule of kube-scheduler the core cannot judge for this pod (a field value it does not
+    # model), named: such a pod is not moved (scheduling-core.md §2). "" when there is none.
+    unjudged: str = ""
     # "namespace/name", derived in __post_init__ (any value passed is replaced): a stored field, not
     # a property, since planning reads it several times per pod per cycle.
     key: str = ""
