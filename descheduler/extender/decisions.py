@@ -116,7 +116,10 @@ def filter_rows(pod: Pod, view: ClusterView, rows: IntArray) -> FilterDecision:
     """The extender's filter over table `rows`, in the order of scheduling-core.md §2."""
     owned, steer = steering(pod, view)
     out = Reasons(len(rows))
-    found = predicates.checks(pod, view, owned=owned)
+    # Without the pod-level rules (NodePorts, required pod affinity, topology spread): kube-scheduler
+    # ran them before calling us, on fresher data, and a node refused here for them would be one we
+    # judged on stale counts (scheduling-core.md §2: the extender applies what is ours).
+    found = predicates.checks(pod, view, owned=owned, pod_level=False)
     if not found.passed().take(rows).all():  # else no stage refuses a row (a changed row mostly passes)
         for stage in found.stages(rows):
             out.stage(stage, rows)

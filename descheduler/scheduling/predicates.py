@@ -23,6 +23,17 @@ import numpy.typing as npt
 from descheduler.model import Pod, PodAffinityTerm, Reservation
 from descheduler.quantity import format_units
 from descheduler.refusal import Refusal, define
+from descheduler.scheduling import pod_rules
+from descheduler.scheduling.pod_rules import (
+    RULE_NOT_JUDGED,
+    AffinityCheck,
+    PortsCheck,
+    SpreadCheck,
+    affinity_check,
+    ports_check,
+    spread_check,
+    term_namespaces,
+)
 from descheduler.scheduling.table import (
     METRIC_EXPIRED,
     METRIC_FRESH,
@@ -35,7 +46,9 @@ from descheduler.scheduling.table import (
 from descheduler.scheduling.view import ClusterView
 
 if TYPE_CHECKING:
-    from descheduler.snapshot import Snapshot
+    pass
+
+_term_namespaces = term_namespaces
 
 Keys = npt.NDArray[Any]
 
@@ -115,6 +128,7 @@ _FOR_SCHEDULER: dict[str, Callable[[Refusal], str]] = {
     LOAD_OVER: lambda r: _load_words("", r),
     AGGREGATED_LOAD_OVER: lambda r: _load_words(f"{r.facts['kind']} ", r),
     PROD_LOAD_OVER: lambda r: _load_words("prod ", r),
+    **pod_rules.FOR_SCHEDULER,
 }
 # Refusals that preempting pods on the node could resolve (kube-scheduler's FailedNodes); the
 # others are FailedAndUnresolvableNodes.
@@ -339,15 +353,6 @@ def _term_nodes(pod: Pod, term: PodAffinityTerm, view: ClusterView) -> Iterator[
             yield other, node
 
 
-def _term_namespaces(owner_namespace: str, term: PodAffinityTerm, snapshot: Snapshot) -> set[str]:
-    """The namespaces a term's selector looks in (its owner's own when it names none)."""
-    if term.namespace_selector is not None:
-        namespaces = {n for n, labels in snapshot.namespaces.items() if term.namespace_selector.matches(labels)}
-        namespaces.update(term.namespaces)
-        return namespaces
-    return set(term.namespaces) or {owner_namespace}
-
-
 def inter_pod(pod: Pod, view: ClusterView) -> bool:
     """Whether the pod's answer depends on where other pods run: it has required anti-affinity, or a
     placed pod has one (whose selector may pick it)."""
@@ -544,19 +549,32 @@ class Checks:
     fit: FitCheck | None
     anti_affinity: AntiAffinityCheck | None
     load: LoadCheck
+    # The pod-level rules (`pod_rules`); None: the pod has none, or they were not asked for.
+    ports: PortsCheck | None = None
+    affinity: AffinityCheck | None = None
+    spread: SpreadCheck | None = None
+    unjudged: str = ""  # a rule the core cannot judge for the pod: every node is refused for it
 
     def passed(self) -> BoolArray:
         """The feasibility mask."""
         table = self.view.table
         mask = table.schedulable.copy()
+        if self.unjudged:
+            mask[:] = False
         if self.selector is not None:
             mask &= self.selector.passed()
         if self.taints is not None:
             mask &= self.taints[table.taint_group] < 0
         if self.fit is not None:
             mask &= self.fit.fits()
+        if self.ports is not None:
+            mask &= self.ports.passed
         if self.anti_affinity is not None:
             mask &= self.anti_affinity.passed
+        if self.affinity is not None:
+            mask &= self.affinity.passed
+        if self.spread is not None:
+            mask &= self.spread.passed
         mask &= self.load.accepted
         return mask
 
@@ -606,15 +624,51 @@ class Checks:
             return Refusal(code=NODE_NOT_READY if not nodes[name].ready else NODE_CORDONED, facts={"node": name})
 
         yield Stage(~table.schedulable.take(rows), ready, condition)
+        if self.unjudged:
+            unjudged = Refusal(code=RULE_NOT_JUDGED, subject=self.unjudged)
+            yield Stage(np.ones(rows.size, dtype=np.bool_), one, lambda row: unjudged)
         if self.selector is not None:
             yield self._selector_stage(self.selector, rows, one)
         if self.taints is not None:
             yield self._taint_stage(self.taints, rows)
         if self.fit is not None:
             yield self._fit_stage(self.fit, rows)
+        if self.ports is not None:
+            yield self._ports_stage(self.ports, rows)
         if self.anti_affinity is not None:
             yield self._anti_affinity_stage(self.anti_affinity, rows, one)
+        if self.affinity is not None:
+            yield self._affinity_stage(self.affinity, rows)
+        if self.spread is not None:
+            yield self._spread_stage(self.spread, rows)
         yield from self._load_stages(rows, one)
+
+    def _ports_stage(self, check: PortsCheck, rows: IntArray) -> Stage:
+        def keys(positions: IntArray) -> Keys:
+            return np.array([check.taken[row][0] for row in rows.take(positions).tolist()], dtype=np.int64)
+
+        return Stage(~check.passed.take(rows), keys, lambda row: pod_rules.ports_refusal(self.pod, check, row))
+
+    def _affinity_stage(self, check: AffinityCheck, rows: IntArray) -> Stage:
+        table = self.view.table
+
+        def keys(positions: IntArray) -> Keys:
+            picked = rows.take(positions)
+            out: Keys = check.first.take(picked) * 2 + check.no_label.take(picked)
+            return out
+
+        return Stage(
+            ~check.passed.take(rows), keys, lambda row: pod_rules.affinity_refusal(self.pod, check, row, table)
+        )
+
+    def _spread_stage(self, check: SpreadCheck, rows: IntArray) -> Stage:
+        table = self.view.table
+
+        def keys(positions: IntArray) -> Keys:
+            out: Keys = check.first.take(rows.take(positions))
+            return out
+
+        return Stage(~check.passed.take(rows), keys, lambda row: pod_rules.spread_refusal(self.pod, check, row, table))
 
     def _selector_stage(self, check: SelectorCheck, rows: IntArray, one: Callable[[IntArray], Keys]) -> Stage:
         pairs = list(self.pod.node_selector.items())
@@ -730,10 +784,22 @@ class Checks:
         yield Stage(refused & ~expired, keys, over)
 
 
-def checks(pod: Pod, view: ClusterView, *, node_fit: bool = True, owned: Sequence[Reservation] = ()) -> Checks:
-    """Run every predicate of §2 for the pod over all nodes; `owned`: reservations whose room it may use."""
+def checks(
+    pod: Pod,
+    view: ClusterView,
+    *,
+    node_fit: bool = True,
+    owned: Sequence[Reservation] = (),
+    pod_level: bool = True,
+) -> Checks:
+    """Run every predicate of §2 for the pod over all nodes; `owned`: reservations whose room it may
+    use. `pod_level` False leaves out the pod-level rules of `pod_rules` (NodePorts, required pod
+    affinity, topology spread): the extender's filter, which kube-scheduler calls after running
+    them itself on fresher data (scheduling-core.md §2)."""
     table = view.table
     selector = taints = fit = anti = None
+    ports = affinity = spread = None
+    unjudged = ""
     if node_fit:
         if pod.node_selector or pod.required_node_affinity is not None:
             selector = selector_check(pod, view)
@@ -742,4 +808,15 @@ def checks(pod: Pod, view: ClusterView, *, node_fit: bool = True, owned: Sequenc
         fit = fit_check(pod, view, owned)
         if inter_pod(pod, view):
             anti = anti_affinity_check(pod, view)
-    return Checks(pod, view, selector, taints, fit, anti, load_check(pod, view, owned))
+        if pod_level:
+            unjudged = pod.unjudged
+            if pod.host_ports:
+                ports = ports_check(pod, view)
+            if pod.affinity:
+                affinity = affinity_check(pod, view)
+            if pod.spread:
+                node_affinity = selector.passed() if selector is not None else np.ones(table.size, dtype=np.bool_)
+                tolerated = taints[table.taint_group] < 0 if taints is not None else np.ones(table.size, dtype=np.bool_)
+                spread = spread_check(pod, view, node_affinity, tolerated)
+    load = load_check(pod, view, owned)
+    return Checks(pod, view, selector, taints, fit, anti, load, ports, affinity, spread, unjudged)

@@ -169,6 +169,9 @@ class NodeTable:
     _labels: dict[str, dict[str, list[int]]] | None = None
     _running: frozenset[str] | None = None
     _guards: list[Pod] | None = None
+    # What the pod-level rules (`pod_rules`) find once per table: per-node pod counts per selector,
+    # domains per topology key, the pods holding host ports. Per node, so a subset starts it afresh.
+    rule_cache: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
     # Arrays derived from the node arrays alone (never from a view), computed once per table.
     derived: dict[Hashable, PerNode] = field(default_factory=dict, repr=False, compare=False)
 
@@ -197,6 +200,7 @@ class NodeTable:
         other._labels = None
         other.derived = {key: value.cut(rows) for key, value in self.derived.items()}
         other._guards = self.guards()  # the pods found once per snapshot, for the subset to share
+        other.rule_cache = {}
         return other
 
     def guards(self) -> list[Pod]:
