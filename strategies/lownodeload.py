@@ -31,6 +31,7 @@ from descheduler.policy import LowNodeLoadArgs, PoolArgs
 from descheduler.priority import BAND_RANK, annotated_cost, priority_band
 from descheduler.refusal import Refusal, define
 from descheduler.scheduling import best_node
+from descheduler.scheduling.pod_rules import RULE_NOT_JUDGED
 from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, BoolArray, FloatArray, IntArray
 from descheduler.strategy import PlanContext, StrategyResult
 from strategies.trend import node_rise
@@ -585,6 +586,9 @@ def _candidates(
             refusal = Refusal(code=POD_SELECTORS)
         if refusal is None and not load.has_metric:
             refusal = Refusal(code=NO_POD_METRIC)
+        if refusal is None and args.node_fit and pod.unjudged:
+            # A hard rule of kube-scheduler we cannot judge for it: not moved rather than a guess.
+            refusal = Refusal(code=RULE_NOT_JUDGED, subject=pod.unjudged)
         if refusal is not None:
             _skip(result, pod, node, refusal)
             continue

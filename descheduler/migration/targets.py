@@ -92,8 +92,11 @@ class Placement:
         return f"node {node} {table.resources[col]} {used[col] * 100 / alloc[col]:.0f}% > {limit[col]:g}%"
 
     def hold(self, pod: Pod, node: str) -> None:
-        """Count the pod's requests and expected load on `node` for the rest of the pass."""
+        """Count the pod's requests and expected load on `node` for the rest of the pass, and the pod
+        itself there for the rules that count pods (topology spread, pod affinity, host ports): its
+        replacement will run there."""
         table = self.view.table
         row = table.index.get(node)
         if row is not None:
             shift_load(self.view, row, table.load_of(pod), 1)
+            self.view.location[pod.key] = node
