@@ -251,9 +251,12 @@ def affinity_check(pod: Pod, view: ClusterView) -> AffinityCheck:
         return not other.terminal and all(_term_matches(t, s, other) for t, s in zip(terms, spaces, strict=True))
 
     key = ("affinity", pod.namespace, terms)
+    # Only pods in a namespace every term looks in can match them all.
+    by_namespace = _by_namespace(table)
+    candidates = (p for ns in set.intersection(*spaces) for p in by_namespace.get(ns, ()))  # read on a miss only
     # The moved pod's old self counts where it runs: kube-scheduler's affinity counts include
     # terminating pods, and the replacement is scheduled while it terminates.
-    counts = _pod_counts(view, key, table.snapshot.pods, matches_all, pod, keep_self=True)
+    counts = _pod_counts(view, key, candidates, matches_all, pod, keep_self=True)
     n = table.size
     first = np.full(n, -1, dtype=np.int64)
     no_label = np.zeros(n, dtype=np.bool_)
