@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from descheduler.report import render_table
 from tests.builders import Obj, container, lnl_policy, loaded_node, moves, plan, skips
 
 ZONE = "topology.kubernetes.io/zone"
@@ -85,3 +86,17 @@ def test_the_hot_node_is_still_relieved_by_the_pods_that_may_move() -> None:
     moved = [name for name, source, _ in moves(result) if source == "a1"]
     # 7 cpu - 3 moved (1 cpu each) = 4 cpu = 50% < high 60%.
     assert sorted(moved) == ["exp-a", "plain-1", "plain-2"]
+
+
+def test_a_pod_whose_rule_the_core_cannot_judge_is_not_moved_and_the_plan_names_the_rule() -> None:
+    objs = _with_spread(cluster())
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"] == "a-web":
+            obj["spec"]["topologySpreadConstraints"] = [{**WEB_SPREAD[0], "nodeTaintsPolicy": "Sometimes"}]
+    result = plan(objs, lnl_policy())
+    assert "a-web" not in [name for name, _, _ in moves(result)]
+    assert skips(result)["a-web"] == (
+        "PodTopologySpread: spec.topologySpreadConstraints[0] nodeTaintsPolicy 'Sometimes': "
+        "a rule the planner does not model, so the pod stays"
+    )
+    assert "nodeTaintsPolicy 'Sometimes'" in render_table(result.plan, width=400, color=False)
