@@ -64,7 +64,17 @@ CONTAINER = st.builds(
     RESOURCE_LISTS,
     RESOURCE_LISTS,
     mostly(st.sampled_from([ABSENT, "Always", None]), [5]),
-    st.sampled_from([{}, {"image": "registry.example.com/app:1"}, {"ports": [{"containerPort": 80}]}]),
+    mostly(
+        st.sampled_from(
+            [
+                {},
+                {"image": "registry.example.com/app:1"},
+                {"ports": [{"containerPort": 80}]},
+                {"ports": [{"containerPort": 9100, "hostPort": 9100, "hostIP": "10.0.0.1", "protocol": "UDP"}]},
+            ]
+        ),
+        [{"ports": [{"hostPort": "9100"}]}, {"ports": {"hostPort": 1}}],
+    ),
 )
 # A few container lists many pods share (so a part remembered for one pod is met again in
 # another, beside different other parts), and any other list.
@@ -121,6 +131,7 @@ AFFINITY = mostly(
             if terms is ABSENT
             else {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}},
             podAntiAffinity=ABSENT if anti is ABSENT else {"requiredDuringSchedulingIgnoredDuringExecution": anti},
+            podAffinity=ABSENT if anti is ABSENT else {"requiredDuringSchedulingIgnoredDuringExecution": anti[:1]},
         ),
         st.one_of(
             st.just(ABSENT),
@@ -130,15 +141,38 @@ AFFINITY = mostly(
             st.just(ABSENT),
             st.lists(
                 st.builds(
-                    lambda selector, ns: _with({"topologyKey": "zone"}, labelSelector=selector, namespaceSelector=ns),
+                    lambda selector, ns, keys: _with(
+                        {"topologyKey": "zone"}, labelSelector=selector, namespaceSelector=ns, matchLabelKeys=keys
+                    ),
                     SELECTORS,
                     SELECTORS,
+                    mostly(st.sampled_from([ABSENT, None, ["app"]]), ["app"]),
                 ),
                 max_size=2,
             ),
         ),
     ),
     [ABSENT, None, {}, "near", {"nodeAffinity": None}],
+)
+
+
+SPREAD = mostly(
+    st.lists(
+        st.builds(
+            lambda when, selector, keys, policy: _with(
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": when},
+                labelSelector=selector,
+                matchLabelKeys=keys,
+                nodeTaintsPolicy=policy,
+            ),
+            st.sampled_from(["DoNotSchedule", "ScheduleAnyway", "Sometimes"]),
+            SELECTORS,
+            st.sampled_from([ABSENT, ["app"]]),
+            st.sampled_from([ABSENT, "Honor", "Ignore", "Odd"]),
+        ),
+        max_size=2,
+    ),
+    [ABSENT, None, "zone", [{"maxSkew": "one"}]],
 )
 
 
@@ -165,6 +199,7 @@ def pod_objects(draw: st.DrawFn) -> dict[str, Any]:
         priority=draw(mostly(st.sampled_from([ABSENT, None, 100]), ["high"])),
         tolerations=draw(TOLERATIONS),
         affinity=draw(AFFINITY),
+        topologySpreadConstraints=draw(SPREAD),
         volumes=draw(
             st.sampled_from(
                 [ABSENT, None, [{"name": "v", "emptyDir": {}}], [{"name": "c", "persistentVolumeClaim": {}}]]
