@@ -1,7 +1,8 @@
 """A simulated kube-scheduler: binds pending pods, honouring Reservations.
 
 kube-scheduler's own part, its in-tree filters and scores, is `stock.StockScheduler`, written apart
-from the product's scheduling core so that the simulation checks the core instead of repeating it.
+from the product's scheduling core so that the simulation checks the core instead of repeating it;
+NodePorts, which `stock` leaves out, is `HostPortUse` here, written apart from the core likewise.
 
 Two modes:
 - default: kube-scheduler with our scheduler plugin. A pod its ElasticQuota does not admit
@@ -101,6 +102,58 @@ class ExtenderConfig:
     node_cache_capable: bool = True
     ignorable: bool = False
     http_timeout: float = 5.0
+
+
+# kube-scheduler's NodePorts (framework/plugins/nodeports/node_ports.go), on raw pods and apart from
+# the product's core as `stock` is: its FitError words.
+NODE_PORTS_REASON: Final = "node(s) didn't have free ports for the requested pod ports"
+_ANY_IP: Final = "0.0.0.0"
+
+
+def host_ports(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
+    """(hostIP, protocol, hostPort) of the pod's containers and restartPolicy Always init
+    containers (schedutil.GetHostPorts), sanitized as HostPortInfo does: "" is 0.0.0.0 and TCP."""
+    spec = pod.get("spec") or {}
+    containers = [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+    containers += list(spec.get("containers") or ())
+    return [
+        (port.get("hostIP") or _ANY_IP, port.get("protocol") or "TCP", int(port["hostPort"]))
+        for c in containers
+        for port in c.get("ports") or ()
+        if int(port.get("hostPort") or 0) > 0
+    ]
+
+
+class HostPortUse:
+    """The host ports in use on each node (NodeInfo.UsedPorts: every assigned pod not finished,
+    terminating ones included), and which nodes a pod's ports conflict on."""
+
+    def __init__(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        self.used: dict[str, set[tuple[str, str, int]]] = {}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                self.place(pod, node)
+
+    def place(self, pod: Mapping[str, Any], node: str) -> None:
+        ports = host_ports(pod)
+        if ports:
+            self.used.setdefault(node, set()).update(ports)
+
+    def refusals(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """node -> NodePorts' reason, for every node where a wanted port is taken (CheckConflict)."""
+        wanted = host_ports(pod)
+        if not wanted:
+            return {}
+        return {
+            node: NODE_PORTS_REASON
+            for node, used in self.used.items()
+            if any(_conflicts(want, held) for want in wanted for held in used)
+        }
+
+
+def _conflicts(want: tuple[str, str, int], held: tuple[str, str, int]) -> bool:
+    return want[1:] == held[1:] and (want[0] == held[0] or _ANY_IP in (want[0], held[0]))
 
 
 class ExtenderCallError(Exception):
@@ -207,6 +260,8 @@ class Scheduler:
     _snapshot_pods: dict[tuple[str, str], Pod] = field(default_factory=dict, repr=False)
     # The pods' write stamp when the last pass found none to place: until they are written, none is.
     _none_pending: tuple[int, ...] = field(default=(), repr=False)
+    # The host ports in use, read with the in-tree plugins (`_read`) and kept up as pods are bound.
+    _ports: HostPortUse = field(default_factory=lambda: HostPortUse(()), repr=False)
 
     def _pending(self) -> list[dict[str, Any]]:
         """Copies of the pods this scheduler has to place (read shared: no decode of every pod each
@@ -238,7 +293,15 @@ class Scheduler:
     def _read(self, instant: datetime) -> tuple[Snapshot, ClusterView, StockScheduler]:
         """The cluster as it is now, as the load-aware core and the in-tree plugins see it."""
         snapshot = self._snapshot(instant)
+        self._ports = HostPortUse(self.store.list("pods", shared=True))
         return snapshot, ClusterView(build_table(snapshot, self.args)), self.stock()
+
+    def _in_tree_refusals(self, stock: StockScheduler, raw: dict[str, Any], own: Sequence[str] = ()) -> dict[str, str]:
+        """node -> why, by kube-scheduler's in-tree filters: `stock`'s, then NodePorts."""
+        refused = stock.refusals(raw, own=own)
+        for node, why in self._ports.refusals(raw).items():
+            refused.setdefault(node, why)
+        return refused
 
     def step(self, now: float) -> list[Binding]:
         if self.extender is None:
@@ -298,6 +361,7 @@ class Scheduler:
             else:
                 view.place(pod, node)
                 stock.place(raw, node)
+                self._ports.place(raw, node)
         self.bindings += done
         return done
 
@@ -317,7 +381,7 @@ class Scheduler:
         the in-tree score plus the load-aware score × PLUGIN_WEIGHT (ties by name)."""
         table = view.table
         owned = owned_reservations(pod, view)
-        refused = stock.refusals(raw, own=[r.name for r in owned])
+        refused = self._in_tree_refusals(stock, raw, [r.name for r in owned])
         accepted = load_check(pod, view, owned).accepted
         load_refused = [name for name in stock.names if name not in refused and not accepted[table.index[name]]]
         if load_refused:
@@ -423,7 +487,7 @@ class Scheduler:
             self._client = HttpExtender(self.extender)
         client = self._client
         total = len(stock.names)
-        in_tree_refused = stock.refusals(raw)
+        in_tree_refused = self._in_tree_refusals(stock, raw)
         feasible = [name for name in stock.names if name not in in_tree_refused]
         if not feasible:
             self.unschedulable[pod.key] = summary(total, in_tree_refused)
@@ -451,6 +515,7 @@ class Scheduler:
         if not self._bind_with_extender(client, pod, raw, node):
             return None
         stock.place(raw, node)
+        self._ports.place(raw, node)
         binding = Binding(pod.namespace, pod.name, node)
         if self.after_bind is not None:
             self.after_bind(binding)
