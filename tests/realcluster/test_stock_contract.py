@@ -1,7 +1,9 @@
 """The contract between the fake cluster's stock scheduler and the real kube-scheduler: for pods under
 kube-scheduler's pod-level hard rules (PodTopologySpread DoNotSchedule, InterPodAffinity required
 affinity, NodePorts), `StockScheduler` with the simulated scheduler's `HostPortUse` accepts exactly
-the nodes the real kube-scheduler (../shared/kube, v1.36) accepts.
+the nodes the real kube-scheduler (../shared/kube, v1.36) accepts; and so does the product's
+scheduling core (`feasible_mask`, scheduling-core.md §2), also on the fields the stock scheduler
+does not model (`stock` False: matchLabelKeys, mismatchLabelKeys).
 
 Which nodes the real one accepts is found a node at a time: every other node of the case carries a
 NoSchedule taint the pod does not tolerate (nodeTaintsPolicy is Ignore by default, so the taint
@@ -15,6 +17,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -24,6 +27,9 @@ from realcluster_support import create, create_node, delete_node, eventually, me
 from descheduler.fakecluster.scheduler import HostPortUse
 from descheduler.fakecluster.stock import StockScheduler
 from descheduler.kube import KubeClient
+from descheduler.policy import default_policy
+from descheduler.scheduling import ClusterView, build_table, feasible_mask
+from descheduler.snapshot import load_snapshot_objects
 
 Raw = dict[str, Any]
 ZONE = "contract.test/zone"
@@ -138,6 +144,43 @@ CASES: list[
         (("127.0.0.2", "TCP", 8001),),
     ),
 ]
+CORE_ONLY: list[
+    tuple[
+        str,
+        list[tuple[str, str, dict[str, str], tuple[tuple[str, str, int], ...]]],
+        dict[str, str],
+        Raw,
+        tuple[tuple[str, str, int], ...],
+    ]
+] = [
+    (
+        "zone spread with matchLabelKeys: pods of another revision do not count",
+        [(f"f{i}", n, {"foo": "", "rev": "1"}, ()) for i, n in enumerate(["a", "a", "b"])]
+        + [("g", "x", {"foo": "", "rev": "2"}, ())],
+        {"foo": "", "rev": "2"},
+        {"topologySpreadConstraints": [{**FOO_SPREAD, "matchLabelKeys": ["rev"]}]},
+        (),
+    ),
+    (
+        "required affinity with mismatchLabelKeys: a cache pod of another tenant",
+        [("cache-a", "a", {"app": "cache", "tenant": "a"}, ()), ("cache-b", "x", {"app": "cache", "tenant": "b"}, ())],
+        {"tenant": "a"},
+        {
+            "affinity": {
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "cache"}},
+                            "topologyKey": ZONE,
+                            "mismatchLabelKeys": ["tenant"],
+                        }
+                    ]
+                }
+            }
+        },
+        (),
+    ),
+]
 
 
 def _decided(kube: KubeClient, path: str) -> str | None:
@@ -185,7 +228,22 @@ def _real_accepts(kube: KubeClient, namespace: str, nodes: list[str], incoming: 
     return accepted
 
 
-@pytest.mark.parametrize(("case", "existing", "labels", "spec", "ports"), CASES, ids=[c[0] for c in CASES])
+ALL = [(*case, True) for case in CASES] + [(*case, False) for case in CORE_ONLY]
+
+
+def _core_accepts(nodes: list[Raw], pods: list[Raw], namespaces: list[Raw], incoming: Raw) -> set[str]:
+    """The nodes the product's scheduling core accepts (no NodeMetrics: its load filter passes all)."""
+    objects = [{"apiVersion": "v1", "kind": "Node", **n} for n in nodes]
+    objects += [{"apiVersion": "v1", "kind": "Pod", **p} for p in [*pods, incoming]]
+    objects += [{"apiVersion": "v1", "kind": "Namespace", **n} for n in namespaces]
+    snapshot = load_snapshot_objects(objects, datetime.now(UTC))
+    view = ClusterView(build_table(snapshot, default_policy().scheduling))
+    pod = next(p for p in snapshot.pods if p.name == incoming["metadata"]["name"])
+    mask = feasible_mask(pod, view)
+    return {name for name, ok in zip(view.table.names, mask.tolist(), strict=True) if ok}
+
+
+@pytest.mark.parametrize(("case", "existing", "labels", "spec", "ports", "stock"), ALL, ids=[c[0] for c in ALL])
 def test_the_stock_scheduler_accepts_the_nodes_kube_scheduler_accepts(
     scheduler: None,
     kube: KubeClient,
@@ -195,6 +253,7 @@ def test_the_stock_scheduler_accepts_the_nodes_kube_scheduler_accepts(
     labels: dict[str, str],
     spec: Raw,
     ports: tuple[tuple[str, str, int], ...],
+    stock: bool,
 ) -> None:
     run = namespace[-5:]
     names = {suffix: f"c{run}-{suffix}" for suffix in ZONES}
@@ -214,9 +273,12 @@ def test_the_stock_scheduler_accepts_the_nodes_kube_scheduler_accepts(
         refused = StockScheduler(nodes, pods, (), namespaces).refusals(fake_incoming)
         refused.update(HostPortUse(pods).refusals(fake_incoming))
         fake = {n["metadata"]["name"] for n in nodes} - set(refused)
+        core = _core_accepts(nodes, pods, namespaces, fake_incoming)
 
         real = _real_accepts(kube, namespace, [names[s] for s in ZONES], incoming)
-        assert fake == real, f"{case}: fake refused {refused}"
+        assert core == real, f"{case}: the core accepts {sorted(core)}"
+        if stock:
+            assert fake == real, f"{case}: fake refused {refused}"
     finally:
         for suffix in ZONES:
             delete_node(kube, names[suffix])
