@@ -5,9 +5,11 @@ Each has the shape of its plugin: what depends only on the pod is found once (Pr
 matching its selector counted per node, the domains of a topology key), then every node is answered
 from arrays (Filter). Where pods count: where the view puts them (moves planned this cycle count
 where they land, `ClusterView.location`), else where a move under way takes them (an active job's
-target), else their node; the pod being placed never counts (its old self is leaving: kube-scheduler
-skips terminating pods in its spread counts). The per-node counts are found once per table and
-selector (`NodeTable.rule_cache`); the moves a view assumes correct them, pod by pod.
+target), else their node. The moved pod's old self does not count for spread (kube-scheduler skips
+terminating pods there) but does for pod affinity (its affinity counts keep them); and a pod holds
+its host ports where it runs until it is gone, as well as where it lands. The per-node counts are
+found once per table and selector (`NodeTable.rule_cache`); the moves a view assumes correct them,
+pod by pod.
 
 `predicates.checks` runs these with the other predicates; the extender does not (kube-scheduler
 has run them already, on fresher data, before it calls us).
@@ -71,15 +73,19 @@ def short_key(key: str) -> str:
 
 
 def _landing(table: NodeTable) -> dict[str, str]:
-    """Pod key -> the target of the active job moving it (its replacement will run there)."""
+    """Pod key -> the target of the active job moving it (its replacement will run there), while the
+    pod still runs: once it is terminating, its replacement is a pod of the snapshot itself, and
+    the old pod holds its ports where it is until it is gone."""
     found = table.rule_cache.get("landing")
     if found is None:
-        snapshot = table.snapshot
-        found = {
-            f"{j.pod.namespace}/{j.pod.name}": j.target_node
-            for j in snapshot.jobs
-            if j.active and j.target_node in table.index
-        }
+        found = {}
+        if table.snapshot.jobs:
+            by_key = _by_key(table)
+            for job in table.snapshot.jobs:
+                key = f"{job.pod.namespace}/{job.pod.name}"
+                moving = by_key.get(key)
+                if job.active and job.target_node in table.index and moving is not None and not moving.deleting:
+                    found[key] = job.target_node
         table.rule_cache["landing"] = found
     assert isinstance(found, dict)
     return found
@@ -204,13 +210,16 @@ def ports_check(pod: Pod, view: ClusterView) -> PortsCheck:
     for other in _port_holders(table):
         if other.key == pod.key:
             continue
-        row = table.index.get(_node_of(view, other))
-        if row is None or row in taken:
-            continue
-        for i, want in enumerate(wanted):
-            if any(want.conflicts(held) for held in other.host_ports):
-                taken[row] = (i, other.key)
-                break
+        # A pod that moves holds its ports where it runs until it is gone (kube-scheduler's NodeInfo
+        # keeps terminating pods) and, through its replacement, where it lands.
+        for node in {other.node_name, _node_of(view, other)}:
+            row = table.index.get(node)
+            if row is None or row in taken:
+                continue
+            for i, want in enumerate(wanted):
+                if any(want.conflicts(held) for held in other.host_ports):
+                    taken[row] = (i, other.key)
+                    break
     passed = np.ones(table.size, dtype=np.bool_)
     passed[list(taken)] = False
     return PortsCheck(taken, passed)

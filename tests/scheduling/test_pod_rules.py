@@ -443,14 +443,14 @@ def test_a_move_under_way_counts_at_its_target() -> None:
     assert fits(objects) == {"node-a": True, "node-b": True, "node-x": False, "node-y": False}
 
 
-def test_a_port_freed_by_a_planned_move_is_free_and_its_target_is_taken() -> None:
+def test_a_planned_move_takes_the_port_at_its_target_and_frees_its_source_only_once_gone() -> None:
     snap, view = view_of(
-        [node("n1"), node("n2"), port_pod("holder", "n1", "TCP//9100"), port_pod("p", "", "TCP//9100")]
+        [node("n1"), node("n2"), node("n3"), port_pod("holder", "n1", "TCP//9100"), port_pod("p", "", "TCP//9100")]
     )
     p = the_pod(snap, "p")
-    assert feasible_mask(p, view).tolist() == [False, True]
+    assert feasible_mask(p, view).tolist() == [False, True, True]
     view.move(the_pod(snap, "holder"), "n2")
-    assert feasible_mask(p, view).tolist() == [True, False]
+    assert feasible_mask(p, view).tolist() == [False, False, True]
 
 
 def test_the_extender_filter_leaves_the_pod_level_rules_to_kube_scheduler() -> None:
@@ -458,3 +458,13 @@ def test_the_extender_filter_leaves_the_pod_level_rules_to_kube_scheduler() -> N
     p = the_pod(snap, "p")
     assert not predicates.checks(p, view).passed()[0]
     assert predicates.checks(p, view, pod_level=False).passed()[0]
+
+
+def test_a_terminating_pod_under_a_move_holds_its_port_where_it_is() -> None:
+    # kube-scheduler's NodeInfo keeps a terminating pod's ports; its replacement is a pod of its own.
+    holder = port_pod("holder", "n1", "TCP//9100")
+    holder["metadata"]["deletionTimestamp"] = "2026-01-15T12:00:00Z"
+    objects = [node("n1"), node("n2"), holder, migration_job("j", "holder", "n2"), port_pod("p", "", "TCP//9100")]
+    assert fits(objects) == {"n1": False, "n2": True}
+    del holder["metadata"]["deletionTimestamp"]  # still running: its move counts it at n2 already
+    assert fits(objects) == {"n1": False, "n2": False}
