@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,11 +44,6 @@ from descheduler.scheduling.table import (
     NodeTable,
 )
 from descheduler.scheduling.view import ClusterView
-
-if TYPE_CHECKING:
-    pass
-
-_term_namespaces = term_namespaces
 
 Keys = npt.NDArray[Any]
 
@@ -344,7 +339,7 @@ def _term_nodes(pod: Pod, term: PodAffinityTerm, view: ClusterView) -> Iterator[
     if term.label_selector is None:
         return
     snapshot = view.table.snapshot
-    namespaces = _term_namespaces(pod.namespace, term, snapshot)
+    namespaces = term_namespaces(pod.namespace, term, snapshot)
     for other in snapshot.pods:
         if other.key == pod.key or other.terminal or other.namespace not in namespaces:
             continue
@@ -373,7 +368,7 @@ def _guarded(pod: Pod, view: ClusterView) -> dict[tuple[str, str], str]:
         for term in other.anti_affinity:
             if term.label_selector is None or not term.label_selector.matches(pod.labels):
                 continue
-            if pod.namespace not in _term_namespaces(other.namespace, term, snapshot):
+            if pod.namespace not in term_namespaces(other.namespace, term, snapshot):
                 continue
             domain = by_name[node].labels.get(term.topology_key)
             if domain is not None:
