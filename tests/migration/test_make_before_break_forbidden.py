@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from descheduler.migration import steps
+from descheduler.migration import pass_reads, steps
 from descheduler.migration.steps import Hold, Record, Transition
 from descheduler.rollout import LABEL_REPLACES
 from tests.migration.conftest import NS, Harness
@@ -57,9 +57,25 @@ def harness(make_harness: Any) -> Any:
     return make
 
 
+class _Log:
+    """Stands in for the jobs' logger: structlog caches its logger, with the stream it was first given,
+    on first use, so a capture set up after another test logged would see nothing."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def bind(self, **fields: object) -> _Log:
+        return self
+
+    def __getattr__(self, level: str) -> Any:
+        return lambda event, *args, **fields: self.lines.append(f"{level} {event} {fields}")
+
+
 def test_without_the_grant_the_move_waits_says_the_fix_once_and_goes_on_once_granted(
-    harness: Any, capsys: pytest.CaptureFixture[str]
+    harness: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    log = _Log()
+    monkeypatch.setattr(pass_reads, "log", log)
     h = harness(ttl="5m")
     before = copy.deepcopy(deployment(h)["spec"]["template"])
     [old] = solo_pods(h)
@@ -75,7 +91,7 @@ def test_without_the_grant_the_move_waits_says_the_fix_once_and_goes_on_once_gra
     assert (started["status"], started["reason"]) == ("False", steps.ROLLOUT_FORBIDDEN)
     [event] = [e for e in h.events("PodMigrationJob", name) if e["reason"] == steps.ROLLOUT_FORBIDDEN]
     assert event["type"] == "Warning" and FIX in event["message"] and event.get("count", 1) == 1
-    said = [line for line in capsys.readouterr().out.splitlines() if WAITING_LOG in line]
+    said = [line for line in log.lines if WAITING_LOG in line]
     assert len(said) == 1 and FIX in said[0], said
     assert deployment(h)["spec"]["template"] == before  # nothing written, nothing evicted
     assert [p["metadata"]["uid"] for p in solo_pods(h)] == [old["metadata"]["uid"]] and h.evictions() == 0
