@@ -40,6 +40,8 @@ from descheduler.model import (
     NodeSelectorTerm,
     NodeUsage,
     OwnerRef,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodAffinityTerm,
     PodDisruptionBudget,
@@ -291,6 +293,33 @@ class RawPDB(_Raw):
     metadata: RawObjectMeta
     spec: RawPDBSpec = msgspec.field(default_factory=RawPDBSpec)
     status: RawPDBStatus = msgspec.field(default_factory=RawPDBStatus)
+
+
+class RawPVCSpec(_Raw):
+    volume_name: str = ""
+
+
+class RawPVCStatus(_Raw):
+    phase: str = ""
+
+
+class RawPVC(_Raw):
+    metadata: RawObjectMeta
+    spec: RawPVCSpec = msgspec.field(default_factory=RawPVCSpec)
+    status: RawPVCStatus = msgspec.field(default_factory=RawPVCStatus)
+
+
+class RawVolumeNodeAffinity(_Raw):
+    required: RawNodeSelector | None = None
+
+
+class RawPVSpec(_Raw):
+    node_affinity: RawVolumeNodeAffinity | None = None
+
+
+class RawPV(_Raw):
+    metadata: RawObjectMeta
+    spec: RawPVSpec = msgspec.field(default_factory=RawPVSpec)
 
 
 class RawContainerMetrics(_Raw):
@@ -648,7 +677,11 @@ def _node_affinity(affinity: RawAffinity | None) -> tuple[NodeSelectorTerm, ...]
     required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
     if required is None:
         return None
-    field = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    return _selector_terms(required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+
+
+def _selector_terms(required: RawNodeSelector, field: str) -> tuple[NodeSelectorTerm, ...]:
+    """A NodeSelector's terms; `field` names the selector in errors."""
     return tuple(
         NodeSelectorTerm(
             match_expressions=_requirements(t.match_expressions, f"{field}.nodeSelectorTerms[{i}]"),
@@ -861,11 +894,19 @@ def _pod(
     """The record from the parts both pod shapes decode alike and the parts decoded already;
     `rules`: (required pod affinity, host ports, spread constraints, what is unjudged)."""
     local_storage = pvc = False
+    claims: tuple[str, ...] = ()
     for volume in spec.volumes or ():  # one loop, not two any() generators: most pods have a volume
         if volume.empty_dir is not None or volume.host_path is not None:
             local_storage = True
-        if volume.persistent_volume_claim is not None or volume.ephemeral is not None:
+        claim = volume.persistent_volume_claim
+        if claim is not None:
             pvc = True
+            claim_name = claim.get("claimName")
+            if isinstance(claim_name, str) and claim_name:
+                claims += (claim_name,)
+        elif volume.ephemeral is not None:
+            pvc = True
+            claims += (f"{meta.name}-{volume.name}",)  # the ephemeral volume controller's name for it
     requests, limits, qos = resources
     scheduled_at, ready = conditions
     annotations = meta.annotations  # most pods: none kept, told without a call
@@ -909,6 +950,7 @@ def _pod(
         spread,  # spread
         pod_affinity,  # affinity
         unjudged,  # unjudged
+        claims,  # claims
     )
 
 
@@ -1179,6 +1221,25 @@ def pdb_from_raw(raw: RawPDB) -> PodDisruptionBudget:
         observed_generation=status.observed_generation,
         unhealthy_pod_eviction_policy=raw.spec.unhealthy_pod_eviction_policy or "IfHealthyBudget",
     )
+
+
+def pvc_from_raw(raw: RawPVC) -> PersistentVolumeClaim:
+    meta = raw.metadata
+    return PersistentVolumeClaim(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        volume_name=raw.spec.volume_name,
+        phase=raw.status.phase or "Pending",
+    )
+
+
+def pv_from_raw(raw: RawPV) -> PersistentVolume:
+    affinity = raw.spec.node_affinity
+    required = affinity.required if affinity is not None else None
+    if required is None:
+        return PersistentVolume(name=raw.metadata.name)
+    field = "spec.nodeAffinity.required"
+    return PersistentVolume(name=raw.metadata.name, node_affinity=_selector_terms(required, field))
 
 
 def node_usage_from_metrics(raw: RawNodeMetrics) -> NodeUsage:

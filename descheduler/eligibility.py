@@ -30,6 +30,13 @@ STATIC_POD = define("StaticPod", "static pod")
 POD_DELETING = define("PodDeleting", "pod is being deleted")
 POD_FINISHED = define("PodFinished", "pod has finished ({phase})", brief="pod has finished")
 NEVER_EVICT = define("NeverEvict", "eviction cost is {cost} (never evict)")
+# Its replacement could run on no other node: kube-scheduler's VolumeBinding filter would keep it Pending.
+PINNED_BY_VOLUME = define("PinnedByVolume", "pinned by volume {subject}", brief="pinned by volume")
+VOLUMES_UNREADABLE = define(
+    "VolumesUnreadable",
+    "uses a PersistentVolumeClaim, and where its volume may run is unknown ({why})",
+    brief="uses a PersistentVolumeClaim whose volume cannot be read",
+)
 
 # Rules of the evictor's switches (the evict annotation overrides them).
 NAMESPACE_EXCLUDED = define(
@@ -72,9 +79,20 @@ def hard_refusal(pod: Pod) -> Refusal | None:
     return None
 
 
+def volume_refusal(pod: Pod, snapshot: Snapshot) -> Refusal | None:
+    """A pod whose volumes keep it on its node (no annotation overrides it: the move would strand
+    its replacement), or whose claims' volumes could not be read (a 403 on them)."""
+    if not pod.has_pvc:
+        return None
+    if snapshot.volumes_unreadable:
+        return Refusal(code=VOLUMES_UNREADABLE, facts={"why": snapshot.volumes_unreadable})
+    volume = snapshot.pinned_by(pod)
+    return Refusal(code=PINNED_BY_VOLUME, subject=volume.name) if volume is not None else None
+
+
 def eviction_refusal(pod: Pod, snapshot: Snapshot, args: EvictorArgs, now: datetime | None = None) -> Refusal | None:
     """Why this pod may never be moved, or None. The evict annotation overrides the switchable checks."""
-    hard = hard_refusal(pod)
+    hard = hard_refusal(pod) or volume_refusal(pod, snapshot)
     if hard is not None:
         return hard
     if ANNOTATION_EVICT in pod.annotations:

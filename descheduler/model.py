@@ -225,6 +225,9 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # A hard rule of kube-scheduler the core cannot judge for this pod (a field value it does not
     # model), named: such a pod is not moved (scheduling-core.md §2). "" when there is none.
     unjudged: str = ""
+    # The PersistentVolumeClaims its volumes use, by name in its namespace (an ephemeral volume's
+    # claim is named "<pod>-<volume>"), in the order of its volumes.
+    claims: tuple[str, ...] = ()
     # "namespace/name", derived in __post_init__ (any value passed is replaced): a stored field, not
     # a property, since planning reads it several times per pod per cycle.
     key: str = ""
@@ -278,6 +281,28 @@ class PodDisruptionBudget(msgspec.Struct, frozen=True, kw_only=True):
 
     def selects(self, pod: Pod) -> bool:
         return self.selector is not None and pod.namespace == self.namespace and self.selector.matches(pod.labels)
+
+
+class PersistentVolumeClaim(msgspec.Struct, frozen=True, kw_only=True):
+    namespace: str
+    name: str
+    volume_name: str = ""  # spec.volumeName: the PersistentVolume it is bound to ("" while unbound)
+    phase: str = "Pending"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class PersistentVolume(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    # spec.nodeAffinity.required.nodeSelectorTerms (ORed); None: the volume may be used on any node.
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+
+    def allows(self, node: Node) -> bool:
+        """Whether a pod using this volume may run on the node (VolumeBinding's node affinity check)."""
+        terms = self.node_affinity
+        return terms is None or any(t.matches(node.name, node.labels) for t in terms)
 
 
 class AggregatedUsage(msgspec.Struct, frozen=True, kw_only=True):

@@ -21,7 +21,10 @@ from descheduler.model import (
     ElasticQuota,
     MigrationJob,
     Node,
+    NodeSelectorTerm,
     NodeUsage,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
     PodUsage,
@@ -83,6 +86,11 @@ class Snapshot:
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
     pdbs: tuple[PodDisruptionBudget, ...] = ()
+    pvcs: Mapping[str, PersistentVolumeClaim] = field(default_factory=dict)  # by "namespace/name"
+    pvs: Mapping[str, PersistentVolume] = field(default_factory=dict)  # by name
+    # Why the claims and volumes could not be read (a 403), "" when they could: pods with claims
+    # are then not moved, since where their volumes let them run is unknown.
+    volumes_unreadable: str = ""
     workloads: Mapping[str, Workload] = field(default_factory=dict)  # by uid
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
     node_usage: Mapping[str, NodeUsage] = field(default_factory=dict)  # by node name
@@ -113,6 +121,9 @@ class Snapshot:
         nodes: Iterable[Node],
         pods: Iterable[Pod],
         pdbs: Iterable[PodDisruptionBudget] = (),
+        pvcs: Iterable[PersistentVolumeClaim] = (),
+        pvs: Iterable[PersistentVolume] = (),
+        volumes_unreadable: str = "",
         workloads: Iterable[Workload] = (),
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
         node_usage: Iterable[NodeUsage] = (),
@@ -138,6 +149,9 @@ class Snapshot:
             nodes=node_list,
             pods=pod_list,
             pdbs=tuple(pdbs),
+            pvcs={c.key: c for c in pvcs},
+            pvs={v.name: v for v in pvs},
+            volumes_unreadable=volumes_unreadable,
             workloads={w.uid or f"{w.kind}/{w.namespace}/{w.name}": w for w in workloads},
             namespaces=ns,
             node_usage={u.node: u for u in node_usage},
@@ -167,6 +181,52 @@ class Snapshot:
 
     def pdbs_for(self, pod: Pod) -> list[PodDisruptionBudget]:
         return [pdb for pdb in self.pdbs if pdb.selects(pod)]
+
+    def volumes_of(self, pod: Pod) -> list[PersistentVolume]:
+        """The PersistentVolumes with a required node affinity that the pod's bound claims use. An
+        unbound claim, or one whose volume the snapshot does not hold, restricts nothing here."""
+        out = []
+        for name in pod.claims:
+            claim = self.pvcs.get(f"{pod.namespace}/{name}")
+            volume = self.pvs.get(claim.volume_name) if claim is not None and claim.volume_name else None
+            if volume is not None and volume.node_affinity is not None:
+                out.append(volume)
+        return out
+
+    def pinned_by(self, pod: Pod) -> PersistentVolume | None:
+        """A volume of the pod that lets it run on no node of the snapshot but its current one
+        (a local PersistentVolume), or None: moving it would leave its replacement Pending."""
+        for volume in self.volumes_of(pod):
+            if not any(volume.allows(n) for n in self.nodes if n.name != pod.node_name):
+                return volume
+        return None
+
+    def placed(self, pod: Pod) -> Pod:
+        """The pod as placement must judge it: its volumes' required node affinity merged into its
+        own (kube-scheduler's VolumeBinding filter asks both). Terms are ORed within each list and
+        the lists ANDed, so the merge is every pair of terms, each pair's requirements concatenated."""
+        volumes = self.volumes_of(pod)
+        if not volumes:
+            return pod
+        terms = pod.required_node_affinity
+        for volume in volumes:
+            required = volume.node_affinity or ()
+            terms = required if terms is None else merge_terms(terms, required)
+        return msgspec.structs.replace(pod, required_node_affinity=terms)
+
+
+def merge_terms(
+    left: tuple[NodeSelectorTerm, ...], right: tuple[NodeSelectorTerm, ...]
+) -> tuple[NodeSelectorTerm, ...]:
+    """(a1 OR a2) AND (b1 OR b2) as one ORed list: every (ai AND bj), requirements concatenated."""
+    return tuple(
+        NodeSelectorTerm(
+            match_expressions=a.match_expressions + b.match_expressions,
+            match_fields=a.match_fields + b.match_fields,
+        )
+        for a in left
+        for b in right
+    )
 
 
 # --- loading from files -------------------------------------------------------------------
@@ -214,6 +274,8 @@ class _Collector:
         self.pod_memo = pod_memo or {}
         self.parsed_pods: dict[tuple[str, str], Pod] = {}  # by uid and resourceVersion
         self.pdbs: list[PodDisruptionBudget] = []
+        self.pvcs: list[PersistentVolumeClaim] = []
+        self.pvs: list[PersistentVolume] = []
         self.workloads: list[Workload] = []
         self.namespaces: dict[str, Mapping[str, str]] = {}
         self.node_usage: dict[str, NodeUsage] = {}
@@ -369,6 +431,14 @@ def _add_pdb(c: _Collector, raw: decode.RawPDB, group: str) -> None:
     c.pdbs.append(decode.pdb_from_raw(raw))
 
 
+def _add_pvc(c: _Collector, raw: decode.RawPVC, group: str) -> None:
+    c.pvcs.append(decode.pvc_from_raw(raw))
+
+
+def _add_pv(c: _Collector, raw: decode.RawPV, group: str) -> None:
+    c.pvs.append(decode.pv_from_raw(raw))
+
+
 def _add_node_metrics(c: _Collector, raw: decode.RawNodeMetrics, group: str) -> None:
     usage = decode.node_usage_from_metrics(raw)
     c.node_usage[usage.node] = usage
@@ -413,6 +483,8 @@ _HANDLERS: dict[tuple[str, str], tuple[type[Any], Callable[[_Collector, Any, str
     ("", "Namespace"): (decode.RawNamespace, _add_namespace),
     **{("apps", kind): (decode.RawWorkload, _add_workload(kind)) for kind in _WORKLOAD_KINDS},
     ("policy", "PodDisruptionBudget"): (decode.RawPDB, _add_pdb),
+    ("", "PersistentVolumeClaim"): (decode.RawPVC, _add_pvc),
+    ("", "PersistentVolume"): (decode.RawPV, _add_pv),
     ("metrics.k8s.io", "NodeMetrics"): (decode.RawNodeMetrics, _add_node_metrics),
     ("metrics.k8s.io", "PodMetrics"): (decode.RawPodMetrics, _add_pod_metrics),
     ("slo.koordinator.sh", "NodeMetric"): (decode.RawKoordNodeMetric, _add_node_metric),
@@ -498,6 +570,8 @@ def _finish(c: _Collector, now: datetime | None) -> Snapshot:
         nodes=c.nodes,
         pods=c.pods,
         pdbs=c.pdbs,
+        pvcs=c.pvcs,
+        pvs=c.pvs,
         workloads=c.workloads,
         namespaces=c.namespaces,
         node_usage=usage,

@@ -484,7 +484,8 @@ def _relieve_node(
         if not allowed_cool.any():
             _skip(result, pod, node, Refusal(code=no_target))
             return False
-        choice = best_node(pod, view, allowed=allowed_cool, node_fit=args.node_fit)
+        # Judged with its volumes' node affinity (a zonal volume: targets in its zone only).
+        choice = best_node(ctx.snapshot.placed(pod), view, allowed=allowed_cool, node_fit=args.node_fit)
         if choice.node is None:
             _skip(result, pod, node, Refusal(code=NO_FEASIBLE_LOW_NODE, facts={"summary": choice.summary()}))
             return False

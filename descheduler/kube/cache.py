@@ -41,6 +41,8 @@ from descheduler.kube.kinds import (
     NODES,
     PDBS,
     PODS,
+    PVCS,
+    PVS,
     QUOTAS,
     REPLICASETS,
     RESERVATIONS,
@@ -595,7 +597,7 @@ class ClusterCache:
             self._check_synced()
             listeners = self._listeners_for(name)
         if warn:
-            log.warning("optional resource not served; treated as empty", resource=name, why=why)
+            log.warning("resource not served or not permitted; treated as empty", resource=name, why=why)
         if had and listeners:
             self._notify(listeners, [CacheEvent(name, DELETED, k, v, None) for k, v in had.items()])
 
@@ -667,11 +669,19 @@ class ClusterCache:
                 for w in self._ordered(name):
                     workloads[w.uid or f"{w.kind}/{w.namespace}/{w.name}"] = w
             pdbs = tuple(self._ordered(PDBS))
+            pvcs = dict(self._objects.get(PVCS, {}))
+            pvs = dict(self._objects.get(PVS, {}))
+            # A volume kind we were refused (403): the pods with claims are not moved (eligibility).
+            refused = [n for n in (PVCS, PVS) if n in self._status and self._status[n].absent]
             quotas = tuple(q for name in QUOTAS for q in self._ordered(name))
             reservations = tuple(self._ordered(RESERVATIONS))
             jobs = tuple(self._ordered(MIGRATION_JOBS))
             node_by_name = dict(nodes)
             pod_rows = self._rows.rows(pod_list, node_list, left_out)
+        if refused:
+            warnings.append(
+                f"may not list {' and '.join(refused)} (403): pods with PersistentVolumeClaims are not moved"
+            )
         # NodeMetric problems reach the snapshot through the load reading's warnings.
         warnings += [p for p in self.problems() if not p.startswith(f"{NODE_METRICS} ")]
         node_usage = {}
@@ -685,6 +695,9 @@ class ClusterCache:
             nodes=node_list,
             pods=pod_list,
             pdbs=pdbs,
+            pvcs=pvcs,
+            pvs=pvs,
+            volumes_unreadable=f"may not list {' and '.join(refused)}" if refused else "",
             workloads=workloads,
             namespaces=namespaces,
             node_usage=node_usage,

@@ -93,6 +93,9 @@ class ResourceKind:
     to_record: Callable[[Any], Any]
     # A missing API (404: the CRD is not installed) is an empty list and a warning, not a failure.
     optional: bool = False
+    # A kind we may be refused (403): an empty list and a warning, not a failure; the snapshot says
+    # it could not be read (`Snapshot.volumes_unreadable`), and what needs it is not moved.
+    may_be_forbidden: bool = False
     # A cheaper shape for lists and watch events, and its converter (`listed_record`), which raises
     # decode.Refit for an object that must be decoded in `raw_type` instead; None: `raw_type`.
     listed_type: type[Any] | None = None
@@ -148,6 +151,8 @@ NODES = "nodes"
 PODS = "pods"
 NAMESPACES = "namespaces"
 PDBS = "poddisruptionbudgets.policy"
+PVCS = "persistentvolumeclaims"
+PVS = "persistentvolumes"
 DEPLOYMENTS = "deployments.apps"
 REPLICASETS = "replicasets.apps"
 STATEFULSETS = "statefulsets.apps"
@@ -187,6 +192,28 @@ KINDS: dict[str, ResourceKind] = {
             True,
             decode.RawPDB,
             decode.pdb_from_raw,
+        ),
+        ResourceKind(
+            PVCS,
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            True,
+            decode.RawPVC,
+            decode.pvc_from_raw,
+            may_be_forbidden=True,
+        ),
+        ResourceKind(
+            PVS,
+            "",
+            "v1",
+            "persistentvolumes",
+            "PersistentVolume",
+            False,
+            decode.RawPV,
+            decode.pv_from_raw,
+            may_be_forbidden=True,
         ),
         *(
             ResourceKind(name, "apps", "v1", name.split(".")[0], kind, True, decode.RawWorkload, _workload(kind))
@@ -248,6 +275,8 @@ CLUSTER_KINDS: tuple[str, ...] = (
     PODS,
     NAMESPACES,
     PDBS,
+    PVCS,
+    PVS,
     *WORKLOADS,
     *QUOTAS,
     MIGRATION_JOBS,

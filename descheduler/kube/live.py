@@ -254,6 +254,9 @@ def write_cluster(
             except KubeApiError as error:
                 if error.status == 404 and kind.optional:
                     break  # the CRD is not installed: nothing to save
+                if error.status == 403 and kind.may_be_forbidden:
+                    warnings.append(f"may not list {name} (403): left out")
+                    break
                 raise ClusterUnreachableError(f"cannot list {name}: {error}") from None
         if listing.written:
             counts[kind.kind] += len(listing.written)

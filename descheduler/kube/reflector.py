@@ -164,6 +164,12 @@ class Reflector:
                 if self._stop.wait(self.absent_recheck):
                     raise Cancelled("stopped") from None
                 return False
+            if error.status == 403 and self.kind.may_be_forbidden:
+                self.sink.absent(self.kind, f"{self.kind.api_version} {self.kind.kind} may not be listed (403)")
+                self.resource_version = ""
+                if self._stop.wait(self.absent_recheck):
+                    raise Cancelled("stopped") from None
+                return False
             raise
         with paused_gc():
             self.sink.replace(self.kind, listed.records, listed.problems)

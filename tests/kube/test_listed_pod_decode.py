@@ -202,7 +202,13 @@ def pod_objects(draw: st.DrawFn) -> dict[str, Any]:
         topologySpreadConstraints=draw(SPREAD),
         volumes=draw(
             st.sampled_from(
-                [ABSENT, None, [{"name": "v", "emptyDir": {}}], [{"name": "c", "persistentVolumeClaim": {}}]]
+                [
+                    ABSENT,
+                    None,
+                    [{"name": "v", "emptyDir": {}}],
+                    [{"name": "c", "persistentVolumeClaim": {}}],
+                    [{"name": "c", "persistentVolumeClaim": {"claimName": "data"}}, {"name": "e", "ephemeral": {}}],
+                ]
             )
         ),
     )
@@ -394,6 +400,7 @@ def test_every_field_of_a_pod_is_decoded_into_its_own_place() -> None:
         tolerations=(Toleration(key="k", operator="Exists", effect="NoSchedule"),),
         has_local_storage=True,
         has_pvc=True,
+        claims=("x",),
     )
     assert decode.pod_from_raw(decode.convert(obj, decode.RawPod)) == want
     assert listed_page([obj]).records == {"team/web-1": want}

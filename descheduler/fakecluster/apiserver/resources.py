@@ -112,6 +112,7 @@ RESOURCES: tuple[ResourceType, ...] = (
     ),
     ResourceType("", "v1", "events", "Event", True, ("ev",), extra_fields=EVENT_FIELDS),
     ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ("status",)),
+    ResourceType("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ("status",)),
     ResourceType("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
     ResourceType(
         "apps",
