@@ -82,15 +82,9 @@ S1_AFFINITY = {
 ZONES = {"a": "z1", "b": "z1", "x": "z2", "y": "z2"}
 
 # (case, existing pods as (name, node suffix, labels, host ports), the incoming pod's labels, spec, ports)
-CASES: list[
-    tuple[
-        str,
-        list[tuple[str, str, dict[str, str], tuple[tuple[str, str, int], ...]]],
-        dict[str, str],
-        Raw,
-        tuple[tuple[str, str, int], ...],
-    ]
-] = [
+Ports = tuple[tuple[str, str, int], ...]  # (hostIP, protocol, hostPort)
+Case = tuple[str, list[tuple[str, str, dict[str, str], Ports]], dict[str, str], Raw, Ports]
+CASES: list[Case] = [
     (
         "zone spread 3/3 after node counts 2/1/0/3: every zone fits",
         [(f"f{i}", n, {"foo": ""}, ()) for i, n in enumerate(["a", "a", "b", "y", "y", "y"])],
@@ -144,15 +138,7 @@ CASES: list[
         (("127.0.0.2", "TCP", 8001),),
     ),
 ]
-CORE_ONLY: list[
-    tuple[
-        str,
-        list[tuple[str, str, dict[str, str], tuple[tuple[str, str, int], ...]]],
-        dict[str, str],
-        Raw,
-        tuple[tuple[str, str, int], ...],
-    ]
-] = [
+CORE_ONLY: list[Case] = [
     (
         "zone spread with matchLabelKeys: pods of another revision do not count",
         [(f"f{i}", n, {"foo": "", "rev": "1"}, ()) for i, n in enumerate(["a", "a", "b"])]
@@ -249,10 +235,10 @@ def test_the_stock_scheduler_accepts_the_nodes_kube_scheduler_accepts(
     kube: KubeClient,
     namespace: str,
     case: str,
-    existing: list[tuple[str, str, dict[str, str], tuple[tuple[str, str, int], ...]]],
+    existing: list[tuple[str, str, dict[str, str], Ports]],
     labels: dict[str, str],
     spec: Raw,
-    ports: tuple[tuple[str, str, int], ...],
+    ports: Ports,
     stock: bool,
 ) -> None:
     run = namespace[-5:]
