@@ -55,6 +55,7 @@ from descheduler.extender.reservations import (
 from descheduler.fakecluster.apiserver import ApiError, Store
 from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.fakecluster.stock import MAX_NODE_SCORE, StockPod, StockScheduler, summary
+from descheduler.fakecluster.stock_volumes import StorageObjects, read_storage
 from descheduler.kube.kinds import QUOTAS
 from descheduler.migration.objects import (
     ANNOTATION_SCHEDULER_NAMES,
@@ -80,6 +81,13 @@ PLUGIN_WEIGHT: Final = 5
 IDENTITY: Final = "sim-scheduler"
 RESERVATIONS: Final = "reservations.descheduler.dev"
 LEASES: Final = "leases.coordination.k8s.io"
+STORAGE_RESOURCES: Final = (
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "storageclasses.storage.k8s.io",
+    "csinodes.storage.k8s.io",
+    "resourceclaims.resource.k8s.io",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,7 +382,18 @@ class Scheduler:
             self.store.list(RESERVATIONS, shared=True),
             self.store.list("namespaces", shared=True),
             memo=self._stock_pods,
+            storage=self._storage(),
         )
+
+    def _storage(self) -> StorageObjects:
+        """The volume filters' objects in the store; a kind the fake does not serve reads as none."""
+        lists: dict[str, list[dict[str, Any]]] = {}
+        for resource in STORAGE_RESOURCES:
+            try:
+                lists[resource.partition(".")[0]] = self.store.list(resource, shared=True)
+            except KeyError:
+                lists[resource.partition(".")[0]] = []
+        return read_storage(lists)
 
     def _choose(self, pod: Pod, raw: dict[str, Any], view: ClusterView, stock: StockScheduler) -> str | None:
         """Default mode: the in-tree filters and our plugin's load filter; a reserved node wins, else

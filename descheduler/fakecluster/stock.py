@@ -2,11 +2,15 @@
 
 Written apart from the product's scheduling core (nothing here comes from descheduler.scheduling,
 .model, .snapshot or .quantity), so the simulation can catch a fit bug in the product instead of
-repeating it. Behaviour follows the kube-scheduler documentation and plugin sources (v1.30):
+repeating it. Behaviour follows the kube-scheduler documentation and plugin sources (v1.36):
 
 Filters, in kube-scheduler's order: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity
-(nodeSelector + required node affinity), NodeResourcesFit, PodTopologySpread (DoNotSchedule),
-InterPodAffinity (required affinity and anti-affinity, the existing pods' anti-affinity included).
+(nodeSelector + required node affinity), NodeResourcesFit, the volume filters (VolumeRestrictions
+ReadWriteOncePod, NodeVolumeLimits, VolumeBinding, VolumeZone: `stock_volumes`), PodTopologySpread
+(DoNotSchedule: matchLabelKeys, minDomains, nodeAffinityPolicy, nodeTaintsPolicy), InterPodAffinity
+(required affinity and anti-affinity, the existing pods' anti-affinity included; namespaces,
+namespaceSelector, matchLabelKeys, mismatchLabelKeys), DynamicResources (an allocated claim's node
+selector, `stock_volumes`). NodePorts is `scheduler.HostPortUse`.
 Scores (0–100 each, default weights): NodeResourcesFit LeastAllocated ×1 (cpu, memory),
 NodeResourcesBalancedAllocation ×1, TaintToleration ×3, NodeAffinity ×2, InterPodAffinity ×2.
 
@@ -14,23 +18,42 @@ Beyond kube-scheduler itself:
 - Reservations (our CRD, unknown to kube-scheduler) that hold room count as requested on their node;
 - a node whose Ready condition is not True carries node.kubernetes.io/not-ready:NoSchedule (or
   unreachable, when Unknown), as the node lifecycle controller would taint it.
-Left out: PodTopologySpread ScheduleAnyway scoring and the cluster-default spread constraints,
-matchLabelKeys, nodeAffinityPolicy/nodeTaintsPolicy other than their defaults (Honor / Ignore);
+Left out: PodTopologySpread ScheduleAnyway scoring and the cluster-default spread constraints;
 InterPodAffinity scoring counts the incoming pod's preferred terms only (not the existing pods'
-preferred terms nor their required affinity at hardPodAffinityWeight); ImageLocality, volumes and
-ports; preemption.
+preferred terms nor their required affinity at hardPodAffinityWeight); ImageLocality; what
+`stock_volumes` leaves out; preemption.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
-from functools import lru_cache
 from typing import Any, Final
+
+from descheduler.fakecluster.stock_terms import (
+    LabelSelector,
+    QuantityError,
+    node_selector_term_matches,
+    parse_quantity,
+    requirement_matches,
+    to_units,
+)
+from descheduler.fakecluster.stock_volumes import StorageObjects, VolumeCycle, VolumeUse
+
+__all__ = [
+    "LabelSelector",
+    "QuantityError",
+    "StockScheduler",
+    "StorageObjects",
+    "node_selector_term_matches",
+    "parse_quantity",
+    "pod_requests",
+    "requirement_matches",
+    "summary",
+    "to_units",
+]
 
 MAX_NODE_SCORE: Final = 100
 DEFAULT_MILLI_CPU_REQUEST: Final = 100  # schedutil.DefaultMilliCPURequest, for scoring only
@@ -49,38 +72,6 @@ ROOM_HOLDING_PHASES: Final = frozenset({"Pending", "Available"})
 _BLOCKING = ("NoSchedule", "NoExecute")
 
 Raw = Mapping[str, Any]
-
-# --- quantities ---------------------------------------------------------------------------
-
-_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)$")
-_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-
-
-class QuantityError(ValueError):
-    """Not a Kubernetes resource.Quantity."""
-
-
-@lru_cache(maxsize=4096)
-def parse_quantity(text: str | int | float) -> Fraction:
-    """A resource.Quantity as an exact number: decimal SI (n u m k M G T P E), binary (Ki … Ei), exponents."""
-    if isinstance(text, int | float):
-        return Fraction(text)
-    found = _QUANTITY.match(text.strip())
-    if found is None:
-        raise QuantityError(f"not a quantity: {text!r}")
-    number, suffix = Fraction(found.group(1)), found.group(2)
-    if suffix in _BINARY:
-        return number * Fraction(1024 ** _BINARY[suffix])
-    exponent = int(suffix[1:]) if len(suffix) > 1 else _DECIMAL[suffix]  # "1E3" is 1000, "1E" an exa
-    return number * Fraction(10) ** exponent
-
-
-@lru_cache(maxsize=4096)
-def to_units(resource: str, text: str | int | float) -> int:
-    """cpu in millicores (MilliValue), anything else in whole units (Value); both round up, as Kubernetes does."""
-    value = parse_quantity(text)
-    return math.ceil(value * 1000) if resource == "cpu" else math.ceil(value)
 
 
 def _resource_list(raw: Raw | None) -> dict[str, int]:
@@ -129,88 +120,6 @@ def pod_requests(pod: Raw, *, non_zero: bool = False) -> dict[str, int]:
     _max(total, init_max)
     _add(total, _resource_list(spec.get("overhead")))
     return total
-
-
-# --- selectors ----------------------------------------------------------------------------
-
-# Label-selector matching is a dozen lines; the Kubernetes client library does not offer it.
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """metav1.LabelSelector; `None` where a selector is absent matches nothing, `{}` everything."""
-
-    match_labels: tuple[tuple[str, str], ...]
-    expressions: tuple[tuple[str, str, frozenset[str]], ...]
-
-    @classmethod
-    def of(cls, raw: Raw | None) -> LabelSelector | None:
-        if raw is None:
-            return None
-        expressions = tuple(
-            (e["key"], e["operator"], frozenset(e.get("values") or ())) for e in raw.get("matchExpressions") or ()
-        )
-        return cls(tuple((raw.get("matchLabels") or {}).items()), expressions)
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if any(labels.get(k) != v for k, v in self.match_labels):
-            return False
-        for key, op, values in self.expressions:
-            value = labels.get(key)
-            if op == "In" and (value is None or value not in values):
-                return False
-            if op == "NotIn" and value is not None and value in values:
-                return False
-            if op == "Exists" and value is None:
-                return False
-            if op == "DoesNotExist" and value is not None:
-                return False
-        return True
-
-
-_INT64 = re.compile(r"^[+-]?[0-9]+$")
-
-
-def _integer(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 64), or None."""
-    if not _INT64.match(text):
-        return None
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
-
-
-def requirement_matches(op: str, values: Sequence[str], value: str | None) -> bool:
-    """A NodeSelectorRequirement against one label value (None: the node has no such label)."""
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt"):
-        if value is None or len(values) != 1:
-            return False
-        have, want = _integer(value), _integer(values[0])
-        if have is None or want is None:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def node_selector_term_matches(term: Raw, name: str, labels: Mapping[str, str]) -> bool:
-    """Requirements ANDed; an empty term matches nothing; matchFields knows metadata.name only."""
-    expressions = term.get("matchExpressions") or ()
-    fields = term.get("matchFields") or ()
-    if not expressions and not fields:
-        return False
-    return all(
-        requirement_matches(r["operator"], r.get("values") or (), labels.get(r["key"])) for r in expressions
-    ) and all(
-        requirement_matches(r["operator"], r.get("values") or (), name if r["key"] == "metadata.name" else None)
-        for r in fields
-    )
 
 
 # --- records --------------------------------------------------------------------------------
@@ -279,7 +188,14 @@ class AffinityTerm:
     namespaces: frozenset[str] | None  # None: every namespace
 
     @classmethod
-    def of(cls, raw: Raw, own_namespace: str, namespace_labels: Mapping[str, Mapping[str, str]]) -> AffinityTerm:
+    def of(
+        cls,
+        raw: Raw,
+        own_namespace: str,
+        namespace_labels: Mapping[str, Mapping[str, str]],
+        own_labels: Mapping[str, str] | None = None,
+    ) -> AffinityTerm:
+        """`own_labels`: the labels of the pod carrying the term, for matchLabelKeys / mismatchLabelKeys."""
         listed = set(raw.get("namespaces") or ())
         ns_selector = LabelSelector.of(raw.get("namespaceSelector"))
         namespaces: frozenset[str] | None
@@ -291,7 +207,13 @@ class AffinityTerm:
             )
         else:
             namespaces = frozenset(listed or {own_namespace})
-        return cls(LabelSelector.of(raw.get("labelSelector")), raw.get("topologyKey") or "", namespaces)
+        selector = LabelSelector.with_label_keys(
+            raw.get("labelSelector"),
+            own_labels or {},
+            raw.get("matchLabelKeys") or (),
+            raw.get("mismatchLabelKeys") or (),
+        )
+        return cls(selector, raw.get("topologyKey") or "", namespaces)
 
     def matches(self, pod: StockPod) -> bool:
         if self.namespaces is not None and pod.namespace not in self.namespaces:
@@ -319,14 +241,15 @@ class StockPod:
         requests["pods"] = 1
         scored = pod_requests(raw, non_zero=True)
         anti = ((raw.get("spec") or {}).get("affinity") or {}).get("podAntiAffinity") or {}
+        labels = dict(meta.get("labels") or {})
         terms = tuple(
-            AffinityTerm.of(t, namespace, namespace_labels)
+            AffinityTerm.of(t, namespace, namespace_labels, labels)
             for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
         )
         return cls(
             namespace=namespace,
             name=meta["name"],
-            labels=dict(meta.get("labels") or {}),
+            labels=labels,
             node=(raw.get("spec") or {}).get("nodeName") or "",
             requests=requests,
             non_zero=(scored.get("cpu", 0), scored.get("memory", 0)),
@@ -379,6 +302,7 @@ class _Cycle:
     existing_anti: frozenset[tuple[str, str]]  # (topology key, domain) that existing pods forbid the pod
     released: Mapping[str, Mapping[str, int]]  # node -> room of Reservations the pod may use
     spreads: tuple[_Spread, ...]
+    volumes: VolumeCycle | None = None  # the volume and DRA PreFilters, for a pod with claims
 
 
 class StockScheduler:
@@ -391,11 +315,15 @@ class StockScheduler:
         reservations: Iterable[Raw] = (),
         namespaces: Iterable[Raw] = (),
         memo: dict[tuple[str, str], StockPod] | None = None,
+        storage: StorageObjects | None = None,
     ) -> None:
         """`memo`: StockPods by uid and resourceVersion from the call before, replaced by this one's
         (as `load_snapshot_objects`' pod_memo), so an unchanged pod is not parsed again; pods with
-        required anti-affinity, whose terms depend on namespace labels, are always parsed."""
+        required anti-affinity, whose terms depend on namespace labels, are always parsed.
+        `storage`: the PVCs, PVs, StorageClasses, CSINodes and ResourceClaims the volume filters read."""
         parsed: dict[tuple[str, str], StockPod] = {}
+        self.storage = storage if storage is not None else StorageObjects()
+        self._volume_use: VolumeUse | None = None
         self.namespace_labels: dict[str, Mapping[str, str]] = {
             ns["metadata"]["name"]: dict(ns["metadata"].get("labels") or {}) for ns in namespaces
         }
@@ -448,6 +376,18 @@ class StockScheduler:
         found = StockPod.of(pod, self.namespace_labels)
         found.node = node
         self._account(found)
+        if self._volume_use is not None:
+            self._volume_use.place(pod, node)
+
+    @property
+    def volume_use(self) -> VolumeUse:
+        """The claims and CSI volumes the assigned pods hold, built when a pod with claims first asks."""
+        if self._volume_use is None:
+            self._volume_use = VolumeUse(self.storage)
+            for pods in self.pods_by_namespace.values():
+                for pod in pods:
+                    self._volume_use.place(pod.raw, pod.node)
+        return self._volume_use
 
     def _pods(self, namespaces: frozenset[str] | None) -> Iterable[StockPod]:
         if namespaces is None:
@@ -498,7 +438,7 @@ class StockScheduler:
         required = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
         required_terms = required.get("nodeSelectorTerms") if required else None
         pod_affinity = tuple(
-            AffinityTerm.of(t, pod.namespace, self.namespace_labels)
+            AffinityTerm.of(t, pod.namespace, self.namespace_labels, pod.labels)
             for t in (affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ()
         )
         affinity_domains = self._affinity_domains(pod_affinity, pod)
@@ -527,14 +467,18 @@ class StockScheduler:
             released=released,
             spreads=(),
         )
-        spreads = self._spreads(cycle_base)
-        if not spreads:
-            return cycle_base
-        return replace(cycle_base, spreads=spreads)
+        volumes = None
+        if spec.get("volumes") or spec.get("resourceClaims"):
+            volumes = VolumeCycle.of(raw, self.storage, self.volume_use)
+        return replace(cycle_base, spreads=self._spreads(cycle_base), volumes=volumes)
 
     def _spreads(self, cycle: _Cycle) -> tuple[_Spread, ...]:
-        """PodTopologySpread's PreFilter: matching pods per domain over the nodes the pod's node
-        affinity allows that carry every constraint's key (terminating pods do not count)."""
+        """PodTopologySpread's PreFilter (podtopologyspread/filtering.go calPreFilterState, common.go):
+        per constraint, matching pods per domain over the nodes that carry every constraint's key
+        and pass the constraint's node inclusion policies (nodeAffinityPolicy Honor: the pod's node
+        selector and required affinity; nodeTaintsPolicy Honor: its NoSchedule/NoExecute taints
+        tolerated). Terminating pods and pods of other namespaces do not count; matchLabelKeys add
+        the pod's own values to the selector."""
         constraints = [
             c
             for c in cycle.spec.get("topologySpreadConstraints") or ()
@@ -543,24 +487,32 @@ class StockScheduler:
         if not constraints:
             return ()
         keys = [c["topologyKey"] for c in constraints]
-        eligible = [
-            n for n in self.nodes.values() if all(k in n.labels for k in keys) and self._node_affinity(cycle, n) is None
-        ]
-        eligible_names = {n.name for n in eligible}
+        keyed = [n for n in self.nodes.values() if all(k in n.labels for k in keys)]
+        tolerations = cycle.spec.get("tolerations") or ()
+        affinity_ok = {n.name for n in keyed if self._node_affinity(cycle, n) is None}
+        taints_ok = {
+            n.name for n in keyed if not any(t.effect in _BLOCKING and not tolerates(tolerations, t) for t in n.taints)
+        }
         out = []
         for c in constraints:
             key = c["topologyKey"]
-            selector = LabelSelector.of(c.get("labelSelector"))
-            counts = dict.fromkeys((n.labels[key] for n in eligible), 0)
+            selector = LabelSelector.with_label_keys(
+                c.get("labelSelector"), cycle.pod.labels, c.get("matchLabelKeys") or ()
+            )
+            eligible = {n.name for n in keyed}
+            if (c.get("nodeAffinityPolicy") or "Honor") == "Honor":
+                eligible &= affinity_ok
+            if (c.get("nodeTaintsPolicy") or "Ignore") == "Honor":
+                eligible &= taints_ok
+            counts = dict.fromkeys((self.nodes[name].labels[key] for name in eligible), 0)
             for other in self.pods_by_namespace.get(cycle.pod.namespace, ()):
-                if other.terminating or other.node not in eligible_names:
+                if other.terminating or other.node not in eligible:
                     continue
                 if selector is not None and selector.matches(other.labels):
                     counts[self.nodes[other.node].labels[key]] += 1
             min_domains = int(c.get("minDomains") or 1)
-            min_match = min(counts.values()) if counts else 0
-            if len(counts) < min_domains:
-                min_match = 0
+            # Fewer eligible domains than minDomains: the global minimum is taken as 0.
+            min_match = min(counts.values()) if counts and len(counts) >= min_domains else 0
             self_match = int(selector is not None and selector.matches(cycle.pod.labels))
             out.append(_Spread(int(c["maxSkew"]), key, selector, self_match, counts, min_match))
         return tuple(out)
@@ -594,6 +546,10 @@ class StockScheduler:
         found = self._fit(cycle.pod, node, cycle.released.get(node.name, {}))
         if found is not None:
             return found
+        if cycle.volumes is not None:
+            found = cycle.volumes.reason(node.name, node.labels, node.allocatable, self._volume_use)
+            if found is not None:
+                return found
         for spread in cycle.spreads:
             domain = node.labels.get(spread.topology_key)
             if domain is None:
@@ -601,8 +557,10 @@ class StockScheduler:
             if spread.counts.get(domain, 0) + spread.self_match - spread.min_match > spread.max_skew:
                 return "node(s) didn't match pod topology spread constraints"
         if cycle.existing_anti or cycle.affinity or cycle.own_anti:
-            return self._inter_pod_affinity(cycle, node)
-        return None
+            found = self._inter_pod_affinity(cycle, node)
+            if found is not None:
+                return found
+        return cycle.volumes.claim_reason(node.name, node.labels) if cycle.volumes is not None else None
 
     def _fit(self, pod: StockPod, node: StockNode, released: Mapping[str, int]) -> str | None:
         requested = self.requested[node.name]
@@ -728,7 +686,9 @@ class StockScheduler:
         weighted: list[tuple[int, AffinityTerm]] = []
         for kind, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
             for entry in (affinity.get(kind) or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or ():
-                term = AffinityTerm.of(entry.get("podAffinityTerm") or {}, pod.namespace, self.namespace_labels)
+                term = AffinityTerm.of(
+                    entry.get("podAffinityTerm") or {}, pod.namespace, self.namespace_labels, pod.labels
+                )
                 weighted.append((sign * int(entry.get("weight") or 0), term))
         out = {n.name: 0 for n in nodes}
         if not weighted:
