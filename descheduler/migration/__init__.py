@@ -7,9 +7,13 @@ Public surface:
 - The API models `PodMigrationJob` and `Reservation`, and `crds` (CRD manifests generated from them:
   `python -m descheduler.migration.crds [DIR]`).
 
-Inside, by responsibility (pure modules decide, the controller and cleanup do the I/O):
-- `controller`: the loop — list, decide, apply (API writes, evictions, Events, logs, metrics);
-- `steps`: a running job's next step and what each step's reads mean (pure);
+Inside, by responsibility (pure modules decide, the controller, its drivers and cleanup do the I/O):
+- `controller`: the loop — list, admit, hand each running job's next step to its mode's driver;
+- one driver per move mode: `reservation_first`, `steered` (EvictDirectly, and moves without a
+  reservation-aware scheduler), `make_before_break`; over `driving`, what they share (apply a
+  decision: API writes, Events, logs, metrics; retries; the pod; the eviction);
+- `steps`: a running job's next step and what each step's reads mean (pure); `rollout_steps`, the
+  same for MakeBeforeBreak's rollout;
 - `admission` (facts) and `arbiter` with `limits` (verdicts): which Pending jobs may start (pure);
 - `pass_reads`: what one reconcile pass reads (jobs, Reservations, snapshot, placement);
 - `cleanup`: Reservations released, swept and expired; finished jobs retired; invalid jobs failed;
@@ -24,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from descheduler.migration.api import ApiFailure
-    from descheduler.migration.controller import Backoff, MigrationController
+    from descheduler.migration.controller import MigrationController
+    from descheduler.migration.driving import Backoff
     from descheduler.migration.executor import Executor, job_name
     from descheduler.migration.objects import (
         API_VERSION,
@@ -41,7 +46,7 @@ if TYPE_CHECKING:
 # save`, `plan`) does not import the controller and all it imports.
 _HOME = {
     "ApiFailure": "api",
-    "Backoff": "controller",
+    "Backoff": "driving",
     "MigrationController": "controller",
     "Executor": "executor",
     "job_name": "executor",

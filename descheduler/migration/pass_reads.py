@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from descheduler import decode
+from descheduler.migration import steps
 from descheduler.migration.admission import job_facts
 from descheduler.migration.limits import JobFacts, cooling_sources
 from descheduler.migration.objects import ANNOTATION_SOURCE_NODE, RESERVING_MODES, PodMigrationJob, parse_job
@@ -117,6 +118,19 @@ class PassReads:
             live += [r for r in snapshot.reservations if r.name not in ours]
             self._placement = Placement(snapshot, self.policy.scheduling, reservations=live, placing=placing)
         return self._placement
+
+    def stock_replacement(self, job: PodMigrationJob) -> steps.Elsewhere | None:
+        """The owner's first pod bound since the job's eviction that no other job claimed
+        (steps.stock_replacement); None until there is one, or without a snapshot."""
+        snapshot = self.snapshot()
+        if snapshot is None:
+            return None
+        claimed = {
+            h.job.status.new_pod_ref.uid
+            for h in self.handles
+            if h.job.status.new_pod_ref is not None and h.job.name != job.name
+        }
+        return steps.stock_replacement(job, snapshot.pods, claimed)
 
     def why_crowded(self, pod: Pod) -> str:
         """Why the pod's node is over its load thresholds now ("" when it is not, or when unknown)."""

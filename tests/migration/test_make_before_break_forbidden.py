@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from descheduler.migration import pass_reads, steps
+from descheduler.migration import pass_reads, rollout_steps, steps
 from descheduler.migration.steps import Hold, Record, Transition
 from descheduler.rollout import LABEL_REPLACES
 from tests.migration.conftest import NS, Harness
@@ -85,11 +85,13 @@ def test_without_the_grant_the_move_waits_says_the_fix_once_and_goes_on_once_gra
     h.run(controller, 90, tick=0.5)  # many passes; the retries back off to a minute apart
 
     job = h.job(name)
-    assert (job["status"]["phase"], job["status"]["reason"]) == ("Running", steps.ROLLOUT_FORBIDDEN), job["status"]
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Running", rollout_steps.ROLLOUT_FORBIDDEN), job[
+        "status"
+    ]
     assert FIX in job["status"]["message"] and "403" in job["status"]["message"]
     started = condition(job, "ReplacementStarted")
-    assert (started["status"], started["reason"]) == ("False", steps.ROLLOUT_FORBIDDEN)
-    [event] = [e for e in h.events("PodMigrationJob", name) if e["reason"] == steps.ROLLOUT_FORBIDDEN]
+    assert (started["status"], started["reason"]) == ("False", rollout_steps.ROLLOUT_FORBIDDEN)
+    [event] = [e for e in h.events("PodMigrationJob", name) if e["reason"] == rollout_steps.ROLLOUT_FORBIDDEN]
     assert event["type"] == "Warning" and FIX in event["message"] and event.get("count", 1) == 1
     said = [line for line in log.lines if WAITING_LOG in line]
     assert len(said) == 1 and FIX in said[0], said
@@ -114,7 +116,9 @@ def test_never_granted_the_job_is_aborted_at_its_ttl_with_the_pod_untouched(harn
     name = plan_and_submit(h)
     run_sampling(h, name, 120)
     job = h.job(name)
-    assert (job["status"]["phase"], job["status"]["reason"]) == ("Aborted", steps.ROLLOUT_FORBIDDEN), job["status"]
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Aborted", rollout_steps.ROLLOUT_FORBIDDEN), job[
+        "status"
+    ]
     assert "was not touched" in job["status"]["message"] and FIX in job["status"]["message"]
     assert deployment(h)["spec"]["template"] == before
     assert [p["metadata"]["uid"] for p in solo_pods(h)] == [old["metadata"]["uid"]] and h.evictions() == 0
@@ -127,14 +131,14 @@ REFUSAL = "get replicasets/shop/web: 403 Forbidden: replicasets.apps is forbidde
 
 
 def test_the_first_refusal_is_recorded_and_said_then_only_held() -> None:
-    first = steps.rollout_forbidden(mbb(ACKNOWLEDGED), REFUSAL, NOW)
-    assert isinstance(first, Record) and first.warning and first.event == steps.ROLLOUT_FORBIDDEN
+    first = rollout_steps.rollout_forbidden(mbb(ACKNOWLEDGED), REFUSAL, NOW)
+    assert isinstance(first, Record) and first.warning and first.event == rollout_steps.ROLLOUT_FORBIDDEN
     assert FIX in first.message and "namespace shop" in first.message and not first.status.has("ReplacementStarted")
     again = mbb(ACKNOWLEDGED)
     again = again.model_copy(update={"status": first.status})
-    assert steps.rollout_forbidden(again, REFUSAL, NOW) == Hold(steps.ROLLOUT_FORBIDDEN, first.message)
+    assert rollout_steps.rollout_forbidden(again, REFUSAL, NOW) == Hold(rollout_steps.ROLLOUT_FORBIDDEN, first.message)
     assert steps.next_step(again, NOW, dry_run=False, due=True) == "StartReplacement"  # it looks again
-    other = steps.rollout_forbidden(again, "update deployments/shop/web: 403 Forbidden", NOW)
+    other = rollout_steps.rollout_forbidden(again, "update deployments/shop/web: 403 Forbidden", NOW)
     assert isinstance(other, Record)  # another refusal is said too
 
 
@@ -144,6 +148,6 @@ def test_the_first_refusal_is_recorded_and_said_then_only_held() -> None:
     ids=["never-started", "started-then-refused"],
 )
 def test_at_the_ttl_a_refusal_ends_the_job(conditions: dict[str, Any], phase: str) -> None:
-    end = steps.rollout_expiry_forbidden(mbb(conditions), REFUSAL)
-    assert isinstance(end, Transition) and (end.phase, end.reason) == (phase, steps.ROLLOUT_FORBIDDEN)
+    end = rollout_steps.rollout_expiry_forbidden(mbb(conditions), REFUSAL)
+    assert isinstance(end, Transition) and (end.phase, end.reason) == (phase, rollout_steps.ROLLOUT_FORBIDDEN)
     assert FIX in end.message

@@ -1,4 +1,4 @@
-"""A MakeBeforeBreak job's state machine (descheduler.migration.steps): reserve, start the
+"""A MakeBeforeBreak job's state machine (descheduler.migration.steps and rollout_steps): reserve, start the
 Deployment's rollout, follow the replacement to Ready, see the pod go; and at the ttl, undo a rollout
 whose replacement is not Ready. Pure: each row is one decision from a status and what was read."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from descheduler.migration import steps
+from descheduler.migration import rollout_steps, steps
 from descheduler.migration.steps import Hold, Record, Transition
 from descheduler.model import PodDisruptionBudget
 from descheduler.rollout import LABEL_REPLACES
@@ -53,7 +53,7 @@ def test_a_ready_replacement_is_recorded_and_the_job_waits_for_the_pod_to_go() -
     )
     assert isinstance(outcome, Record) and outcome.status.has("ReplacementReady")
     assert "the rollout removes pod shop/web-0 next" in outcome.status.message
-    done = steps.pod_replaced(mbb(READY), "pod shop/web-0 no longer exists", NOW)
+    done = rollout_steps.pod_replaced(mbb(READY), "pod shop/web-0 no longer exists", NOW)
     assert (done.phase, done.reason) == ("Succeeded", "Succeeded")
     assert done.status is not None and done.status.condition("Evicted").reason == "Replaced"  # type: ignore[union-attr]
 
@@ -96,7 +96,7 @@ def _objects(
 def test_what_a_fresh_read_of_the_deployment_allows(
     objects: tuple[dict[str, Any], dict[str, Any]], expected: tuple[str, str] | None
 ) -> None:
-    refusal = steps.rollout_refusal(pod(), *objects)
+    refusal = rollout_steps.rollout_refusal(pod(), *objects)
     if expected is None:
         assert refusal is None
     elif expected[0] == "Hold":
@@ -108,9 +108,9 @@ def test_what_a_fresh_read_of_the_deployment_allows(
 def test_a_paused_deployment_waits_and_a_pod_of_no_deployment_fails() -> None:
     replicaset, deployment = _objects()
     deployment["spec"]["paused"] = True
-    paused = steps.rollout_refusal(pod(), replicaset, deployment)
+    paused = rollout_steps.rollout_refusal(pod(), replicaset, deployment)
     assert isinstance(paused, Hold) and paused.reason == "DeploymentPaused"
-    lone = steps.rollout_refusal(pod(), {"metadata": {"name": "web"}}, None)
+    lone = rollout_steps.rollout_refusal(pod(), {"metadata": {"name": "web"}}, None)
     assert isinstance(lone, Transition) and lone.reason == "NotADeployment"
 
 
@@ -122,22 +122,25 @@ def _budget(desired: int, healthy: int) -> PodDisruptionBudget:
 
 def test_a_budget_is_asked_whether_it_lets_the_pod_go_beside_its_ready_replacement() -> None:
     # minAvailable 1 (or maxUnavailable 0) of one pod: with the replacement Ready there are 2 healthy.
-    assert steps.budget_hold(pod(), [_budget(desired=1, healthy=1)]) is None
-    held = steps.budget_hold(pod(), [_budget(desired=2, healthy=1)])
+    assert rollout_steps.budget_hold(pod(), [_budget(desired=1, healthy=1)]) is None
+    held = rollout_steps.budget_hold(pod(), [_budget(desired=2, healthy=1)])
     assert isinstance(held, Hold) and held.reason == "DisruptionBudget" and "wants 2 healthy pods" in held.message
 
 
 def test_the_rollout_label_and_its_undoing() -> None:
     replicaset, deployment = _objects()
-    started = steps.with_rollout_label(deployment, "uid-pod")
-    assert steps.rollout_started(started, "uid-pod") and not steps.rollout_started(deployment, "uid-pod")
+    started = rollout_steps.with_rollout_label(deployment, "uid-pod")
+    assert rollout_steps.rollout_started(started, "uid-pod") and not rollout_steps.rollout_started(
+        deployment, "uid-pod"
+    )
     assert LABEL_REPLACES not in deployment["spec"]["template"]["metadata"]["labels"]  # the read copy is kept
-    undone = steps.rolled_back(started, replicaset)
+    undone = rollout_steps.rolled_back(started, replicaset)
     assert undone["spec"]["template"] == deployment["spec"]["template"]
     # An earlier move's label, which the pod's ReplicaSet carries, is put back as it was.
     replicaset["spec"]["template"]["metadata"]["labels"][LABEL_REPLACES] = "uid-older"
     assert (
-        steps.rolled_back(started, replicaset)["spec"]["template"]["metadata"]["labels"][LABEL_REPLACES] == "uid-older"
+        rollout_steps.rolled_back(started, replicaset)["spec"]["template"]["metadata"]["labels"][LABEL_REPLACES]
+        == "uid-older"
     )
 
 
@@ -155,10 +158,10 @@ def test_the_rollout_label_and_its_undoing() -> None:
     ],
 )
 def test_at_the_ttl(conditions: dict[str, Any], facts: dict[str, bool], expected: Any) -> None:
-    outcome = steps.rollout_expiry(mbb(conditions), NOW, **facts)
+    outcome = rollout_steps.rollout_expiry(mbb(conditions), NOW, **facts)
     if isinstance(expected, str):
         assert outcome == expected
     else:
         assert isinstance(outcome, Transition) and (outcome.phase, outcome.reason) == expected
-    failed = steps.rolled_back_failure(mbb(STARTED))
+    failed = rollout_steps.rolled_back_failure(mbb(STARTED))
     assert failed.reason == "ReplacementNotReady" and "stays on node node-a" in failed.message
