@@ -17,7 +17,7 @@ has run them already, on fresher data, before it calls us).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -110,6 +110,22 @@ def _by_namespace(table: NodeTable) -> dict[str, list[Pod]]:
     return found
 
 
+def _by_label(table: NodeTable, namespace: str, key: str) -> dict[str, list[Pod]]:
+    """The namespace's pods by their value of label `key` (found once per table, namespace and key):
+    a selector's first matchLabels pair narrows the pods it must be tried on."""
+    cache_key = ("by label", namespace, key)
+    found = table.rule_cache.get(cache_key)
+    if found is None:
+        found = {}
+        for p in _by_namespace(table).get(namespace, []):
+            value = p.labels.get(key)
+            if value is not None:
+                found.setdefault(value, []).append(p)
+        table.rule_cache[cache_key] = found
+    assert isinstance(found, dict)
+    return found
+
+
 def _base_node(table: NodeTable, pod: Pod) -> str:
     """Where a pod counts before the view's own moves."""
     return _landing(table).get(pod.key, pod.node_name)
@@ -148,7 +164,13 @@ def _pod_counts(
         if row is not None:
             counts[row] += sign
 
-    for key, node in view.location.items():
+    # The view's moves of the pods `matches` selects; those are among `pods`, so walk the shorter.
+    location = view.location
+    if isinstance(pods, Sequence) and len(pods) < len(location):
+        moves = [(p.key, node) for p in pods if (node := location.get(p.key)) is not None]
+    else:
+        moves = list(location.items())
+    for key, node in moves:
         moved = by_key.get(key)
         if moved is None or (moved.key == incoming.key and not keep_self) or not matches(moved):
             continue
@@ -332,7 +354,6 @@ def spread_check(pod: Pod, view: ClusterView, node_affinity: BoolArray, tolerate
         labelled &= ids >= 0
     first = np.full(n, -1, dtype=np.int64)
     skews = np.zeros(n, dtype=np.int64)
-    namespace_pods = _by_namespace(table).get(pod.namespace, [])
     for i, (c, (ids, values)) in enumerate(zip(constraints, found, strict=True)):
         eligible = labelled.copy()
         if c.honor_node_affinity:
@@ -343,11 +364,22 @@ def spread_check(pod: Pod, view: ClusterView, node_affinity: BoolArray, tolerate
         if _spread_selector_counts(selector):
             assert selector is not None
 
-            def matches(other: Pod, selector: LabelSelector = selector) -> bool:
-                # Terminating and finished pods do not count (countPodsMatchSelector, #87621).
-                return not other.deleting and not other.terminal and selector.matches(other.labels)
+            def matches(other: Pod, selector: LabelSelector = selector, namespace: str = pod.namespace) -> bool:
+                # The pod's namespace only; terminating and finished pods do not count
+                # (countPodsMatchSelector, #87621).
+                return (
+                    other.namespace == namespace
+                    and not other.deleting
+                    and not other.terminal
+                    and selector.matches(other.labels)
+                )
 
-            counts = _pod_counts(view, ("spread", pod.namespace, selector), namespace_pods, matches, pod)
+            if selector.match_labels:
+                key, value = selector.match_labels[0]
+                tried = _by_label(table, pod.namespace, key).get(value, [])
+            else:
+                tried = _by_namespace(table).get(pod.namespace, [])
+            counts = _pod_counts(view, ("spread", pod.namespace, selector), tried, matches, pod)
         else:
             counts = np.zeros(n, dtype=np.int64)
         at = ids[eligible]

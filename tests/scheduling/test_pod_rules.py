@@ -437,6 +437,16 @@ def test_a_moved_pod_stops_counting_at_its_source_and_counts_where_it_lands() ->
     assert feasible_mask(p, view).tolist() == [True, True, False, False]
 
 
+def test_a_move_planned_in_another_namespace_does_not_count_in_the_spread() -> None:
+    """Spread counts the pod's own namespace only, moves planned this cycle included."""
+    objects = [*nodes(ZONED), *placed(("p-a1", "node-a"), ("p-x1", "node-x")), foo_pod("p", "node-a")]
+    objects[-1] = with_spec(objects[-1], topologySpreadConstraints=[spread(1, "zone")])
+    objects.append(foo_pod("stranger", "node-b", namespace="other"))
+    snap, view = view_of(objects)
+    view.move(the_pod(snap, "stranger"), "node-y")
+    assert feasible_mask(the_pod(snap, "p"), view).tolist() == [True, True, True, True]
+
+
 def test_a_move_under_way_counts_at_its_target() -> None:
     objects = [*nodes(ZONED), *placed(("p-a1", "node-a"), ("p-x1", "node-x")), migration_job("j", "p-a1", "node-y")]
     objects.append(spread_pod(spread(1, "zone")))
