@@ -32,7 +32,9 @@ from descheduler.model import (
     JOB_SOURCE_NODE_ANNOTATION,
     JOB_WORKLOAD_UID_ANNOTATION,
     AggregatedUsage,
+    CSINode,
     ElasticQuota,
+    EphemeralVolume,
     HostPort,
     MigrationJob,
     Node,
@@ -46,11 +48,14 @@ from descheduler.model import (
     PodAffinityTerm,
     PodDisruptionBudget,
     PodRef,
+    PodResourceClaim,
     PodUsage,
     QoSClass,
     Reservation,
     ReservationOwner,
+    ResourceClaim,
     SpreadConstraint,
+    StorageClass,
     Taint,
     Toleration,
     Workload,
@@ -198,6 +203,17 @@ class RawVolume(_Raw):
     host_path: dict[str, Any] | None = None
     persistent_volume_claim: dict[str, Any] | None = None
     ephemeral: dict[str, Any] | None = None
+    # Inline disks whose same-disk conflicts VolumeRestrictions checks (not modelled: the pod stays).
+    gce_persistent_disk: dict[str, Any] | None = None
+    aws_elastic_block_store: dict[str, Any] | None = None
+    rbd: dict[str, Any] | None = None
+    iscsi: dict[str, Any] | None = None
+
+
+class RawPodResourceClaim(_Raw):
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
 
 
 class RawSpecFields(_Raw):
@@ -211,6 +227,7 @@ class RawSpecFields(_Raw):
     scheduler_name: str = ""
     node_selector: dict[str, str] | None = None
     volumes: list[RawVolume] | None = None
+    resource_claims: list[RawPodResourceClaim] | None = None
 
 
 class RawPodSpec(RawSpecFields):
@@ -265,8 +282,17 @@ class RawNode(_Raw):
     status: RawNodeStatus = msgspec.field(default_factory=RawNodeStatus)
 
 
+class RawTemplateSpec(_Raw):
+    node_name: str = ""
+
+
+class RawPodTemplate(_Raw):
+    spec: RawTemplateSpec | None = None
+
+
 class RawWorkloadSpec(_Raw):
     replicas: int | None = None
+    template: RawPodTemplate | None = None
     strategy: dict[str, Any] | None = None  # a Deployment's
     paused: bool = False
 
@@ -297,6 +323,8 @@ class RawPDB(_Raw):
 
 class RawPVCSpec(_Raw):
     volume_name: str = ""
+    storage_class_name: str | None = None
+    access_modes: list[str] | None = None
 
 
 class RawPVCStatus(_Raw):
@@ -313,13 +341,66 @@ class RawVolumeNodeAffinity(_Raw):
     required: RawNodeSelector | None = None
 
 
+class RawCSIVolumeSource(_Raw):
+    driver: str = ""
+    volume_handle: str = ""
+
+
 class RawPVSpec(_Raw):
     node_affinity: RawVolumeNodeAffinity | None = None
+    csi: RawCSIVolumeSource | None = None
 
 
 class RawPV(_Raw):
     metadata: RawObjectMeta
     spec: RawPVSpec = msgspec.field(default_factory=RawPVSpec)
+
+
+class RawTopologyRequirement(_Raw):
+    key: str = ""
+    values: list[str] | None = None
+
+
+class RawTopologyTerm(_Raw):
+    match_label_expressions: list[RawTopologyRequirement] | None = None
+
+
+class RawStorageClass(_Raw):
+    metadata: RawObjectMeta
+    provisioner: str = ""
+    volume_binding_mode: str | None = None
+    allowed_topologies: list[RawTopologyTerm] | None = None
+
+
+class RawVolumeNodeResources(_Raw):
+    count: int | None = None
+
+
+class RawCSINodeDriver(_Raw):
+    name: str = ""
+    allocatable: RawVolumeNodeResources | None = None
+
+
+class RawCSINodeSpec(_Raw):
+    drivers: list[RawCSINodeDriver] | None = None
+
+
+class RawCSINode(_Raw):
+    metadata: RawObjectMeta
+    spec: RawCSINodeSpec = msgspec.field(default_factory=RawCSINodeSpec)
+
+
+class RawAllocationResult(_Raw):
+    node_selector: RawNodeSelector | None = None
+
+
+class RawResourceClaimStatus(_Raw):
+    allocation: RawAllocationResult | None = None
+
+
+class RawResourceClaim(_Raw):
+    metadata: RawObjectMeta
+    status: RawResourceClaimStatus = msgspec.field(default_factory=RawResourceClaimStatus)
 
 
 class RawContainerMetrics(_Raw):
@@ -895,6 +976,8 @@ def _pod(
     `rules`: (required pod affinity, host ports, spread constraints, what is unjudged)."""
     local_storage = pvc = False
     claims: tuple[str, ...] = ()
+    ephemeral: tuple[EphemeralVolume, ...] = ()
+    inline_disk = ""
     for volume in spec.volumes or ():  # one loop, not two any() generators: most pods have a volume
         if volume.empty_dir is not None or volume.host_path is not None:
             local_storage = True
@@ -906,13 +989,18 @@ def _pod(
                 claims += (claim_name,)
         elif volume.ephemeral is not None:
             pvc = True
-            claims += (f"{meta.name}-{volume.name}",)  # the ephemeral volume controller's name for it
+            ephemeral += (_ephemeral(volume.name, volume.ephemeral),)
+        elif not inline_disk:
+            inline_disk = _inline_disk(volume)
     requests, limits, qos = resources
     scheduled_at, ready = conditions
     annotations = meta.annotations  # most pods: none kept, told without a call
     kept = {} if not annotations or _POD_ANNOTATIONS.isdisjoint(annotations) else _keep(annotations, _POD_ANNOTATIONS)
     labels = meta.labels or {}
     pod_affinity, host_ports, spread, unjudged = rules
+    if inline_disk and not unjudged:
+        unjudged = f"VolumeRestrictions: inline {inline_disk} (same-disk conflicts are not modelled)"
+    resource_claims = _resource_claims(spec.resource_claims) if spec.resource_claims else ()
     if anti_affinity:
         anti_affinity = _merged_terms(anti_affinity, labels)
     if pod_affinity:
@@ -951,6 +1039,43 @@ def _pod(
         pod_affinity,  # affinity
         unjudged,  # unjudged
         claims,  # claims
+        ephemeral,  # ephemeral
+        resource_claims,  # resource_claims
+    )
+
+
+_INLINE_DISKS = (
+    ("gce_persistent_disk", "gcePersistentDisk"),
+    ("aws_elastic_block_store", "awsElasticBlockStore"),
+    ("rbd", "rbd"),
+    ("iscsi", "iscsi"),
+)
+
+
+def _inline_disk(volume: RawVolume) -> str:
+    """ "<kind> volume <name>" for an inline disk VolumeRestrictions checks for same-disk conflicts, else ""."""
+    for attribute, kind in _INLINE_DISKS:
+        if getattr(volume, attribute) is not None:
+            return f"{kind} volume {volume.name}"
+    return ""
+
+
+def _ephemeral(name: str, source: dict[str, Any]) -> EphemeralVolume:
+    """A generic ephemeral volume and the StorageClass its claim template names (None: the default)."""
+    template = source.get("volumeClaimTemplate")
+    spec = template.get("spec") if isinstance(template, dict) else None
+    storage_class = spec.get("storageClassName") if isinstance(spec, dict) else None
+    return EphemeralVolume(name=name, storage_class=storage_class if isinstance(storage_class, str) else None)
+
+
+def _resource_claims(raw: list[RawPodResourceClaim]) -> tuple[PodResourceClaim, ...]:
+    return tuple(
+        PodResourceClaim(
+            name=c.name,
+            claim_name=c.resource_claim_name or "",
+            template_name=c.resource_claim_template_name or "",
+        )
+        for c in raw
     )
 
 
@@ -1204,7 +1329,12 @@ def workload_from_raw(raw: RawWorkload, kind: str) -> Workload:
         owner=_controller(meta),
         labels=meta.labels or {},
         starts_first=kind == "Deployment" and starts_first(raw.spec.strategy, replicas or 0, raw.spec.paused),
+        template_node_name=_template_node_name(raw.spec.template),
     )
+
+
+def _template_node_name(template: RawPodTemplate | None) -> str:
+    return template.spec.node_name if template is not None and template.spec is not None else ""
 
 
 def pdb_from_raw(raw: RawPDB) -> PodDisruptionBudget:
@@ -1223,23 +1353,90 @@ def pdb_from_raw(raw: RawPDB) -> PodDisruptionBudget:
     )
 
 
+ANNOTATION_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+ANNOTATION_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ANNOTATION_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+ANNOTATION_BETA_DEFAULT_CLASS = "storageclass.beta.kubernetes.io/is-default-class"
+# VolumeZone's topologyLabels (pkg/scheduler/framework/plugins/volumezone/volume_zone.go).
+VOLUME_TOPOLOGY_LABELS = (
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+)
+
+
 def pvc_from_raw(raw: RawPVC) -> PersistentVolumeClaim:
-    meta = raw.metadata
+    meta, spec = raw.metadata, raw.spec
+    annotations = meta.annotations or {}
+    # component-helpers' GetPersistentVolumeClaimClass: the beta annotation wins over the field.
+    storage_class = annotations.get(ANNOTATION_BETA_STORAGE_CLASS, spec.storage_class_name or "")
     return PersistentVolumeClaim(
         namespace=meta.namespace or "default",
         name=meta.name,
-        volume_name=raw.spec.volume_name,
+        volume_name=spec.volume_name,
         phase=raw.status.phase or "Pending",
+        storage_class=storage_class,
+        access_modes=tuple(spec.access_modes or ()),
+        selected_node=annotations.get(ANNOTATION_SELECTED_NODE, ""),
     )
 
 
 def pv_from_raw(raw: RawPV) -> PersistentVolume:
-    affinity = raw.spec.node_affinity
+    meta, spec = raw.metadata, raw.spec
+    affinity = spec.node_affinity
     required = affinity.required if affinity is not None else None
-    if required is None:
-        return PersistentVolume(name=raw.metadata.name)
-    field = "spec.nodeAffinity.required"
-    return PersistentVolume(name=raw.metadata.name, node_affinity=_selector_terms(required, field))
+    labels = meta.labels or {}
+    return PersistentVolume(
+        name=meta.name,
+        node_affinity=None if required is None else _selector_terms(required, "spec.nodeAffinity.required"),
+        zone_labels={k: labels[k] for k in VOLUME_TOPOLOGY_LABELS if k in labels},
+        csi_driver=spec.csi.driver if spec.csi is not None else "",
+        csi_handle=spec.csi.volume_handle if spec.csi is not None else "",
+    )
+
+
+def storage_class_from_raw(raw: RawStorageClass) -> StorageClass:
+    meta = raw.metadata
+    annotations = meta.annotations or {}
+    default = annotations.get(ANNOTATION_DEFAULT_CLASS, annotations.get(ANNOTATION_BETA_DEFAULT_CLASS, ""))
+    terms = tuple(
+        NodeSelectorTerm(
+            match_expressions=tuple(
+                NodeSelectorRequirement(key=r.key, operator="In", values=tuple(r.values or ()))
+                for r in t.match_label_expressions or ()
+            )
+        )
+        for t in raw.allowed_topologies or ()
+    )
+    return StorageClass(
+        name=meta.name,
+        provisioner=raw.provisioner,
+        wait_for_first_consumer=raw.volume_binding_mode == "WaitForFirstConsumer",
+        allowed_topologies=terms,
+        default=default == "true",
+        created=meta.creation_timestamp,
+    )
+
+
+def csi_node_from_raw(raw: RawCSINode) -> CSINode:
+    limits = {
+        d.name: d.allocatable.count
+        for d in raw.spec.drivers or ()
+        if d.allocatable is not None and d.allocatable.count is not None
+    }
+    return CSINode(name=raw.metadata.name, limits=limits)
+
+
+def resource_claim_from_raw(raw: RawResourceClaim) -> ResourceClaim:
+    meta, allocation = raw.metadata, raw.status.allocation
+    selector = allocation.node_selector if allocation is not None else None
+    return ResourceClaim(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        allocated=allocation is not None,
+        node_selector=None if selector is None else _selector_terms(selector, "status.allocation.nodeSelector"),
+    )
 
 
 def node_usage_from_metrics(raw: RawNodeMetrics) -> NodeUsage:

@@ -187,6 +187,25 @@ class Node(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     created: datetime | None = None
 
 
+class EphemeralVolume(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A generic ephemeral volume: the ephemeral volume controller makes a claim named
+    "<pod>-<volume>" from its template for each pod, so a replacement gets a new claim."""
+
+    name: str
+    storage_class: str | None = None  # the template's storageClassName; None: the default class
+
+    def claim_of(self, pod_name: str) -> str:
+        return f"{pod_name}-{self.name}"
+
+
+class PodResourceClaim(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """An entry of spec.resourceClaims: it names a ResourceClaim, or a template each pod gets its own claim from."""
+
+    name: str
+    claim_name: str = ""
+    template_name: str = ""
+
+
 POD_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})  # a pod that will not run again
 
 
@@ -225,9 +244,11 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # A hard rule of kube-scheduler the core cannot judge for this pod (a field value it does not
     # model), named: such a pod is not moved (scheduling-core.md §2). "" when there is none.
     unjudged: str = ""
-    # The PersistentVolumeClaims its volumes use, by name in its namespace (an ephemeral volume's
-    # claim is named "<pod>-<volume>"), in the order of its volumes.
+    # The PersistentVolumeClaims its `persistentVolumeClaim` volumes name, in its namespace, in the
+    # order of its volumes; its generic ephemeral volumes are `ephemeral` (their claims are the pod's own).
     claims: tuple[str, ...] = ()
+    ephemeral: tuple[EphemeralVolume, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()  # spec.resourceClaims (DynamicResources)
     # "namespace/name", derived in __post_init__ (any value passed is replaced): a stored field, not
     # a property, since planning reads it several times per pod per cycle.
     key: str = ""
@@ -265,6 +286,8 @@ class Workload(msgspec.Struct, frozen=True, kw_only=True):
     # A Deployment whose rollout starts a new pod before removing an old one and keeps every replica
     # available (descheduler.rollout.starts_first): what a make-before-break move relies on.
     starts_first: bool = False
+    # spec.template.spec.nodeName: its pods are created on that node, past the scheduler.
+    template_node_name: str = ""
 
 
 class PodDisruptionBudget(msgspec.Struct, frozen=True, kw_only=True):
@@ -288,6 +311,11 @@ class PersistentVolumeClaim(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     volume_name: str = ""  # spec.volumeName: the PersistentVolume it is bound to ("" while unbound)
     phase: str = "Pending"
+    # Its StorageClass (the beta annotation, else spec.storageClassName; "" for none), as
+    # component-helpers' GetPersistentVolumeClaimClass reads it.
+    storage_class: str = ""
+    access_modes: tuple[str, ...] = ()
+    selected_node: str = ""  # annotation volume.kubernetes.io/selected-node: provisioning for that node
 
     @property
     def key(self) -> str:
@@ -298,11 +326,42 @@ class PersistentVolume(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     # spec.nodeAffinity.required.nodeSelectorTerms (ORed); None: the volume may be used on any node.
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    # Its zone and region labels (VolumeZone's topologyLabels), the others left out.
+    zone_labels: dict[str, str] = {}
+    csi_driver: str = ""  # spec.csi.driver
+    csi_handle: str = ""  # spec.csi.volumeHandle
 
     def allows(self, node: Node) -> bool:
         """Whether a pod using this volume may run on the node (VolumeBinding's node affinity check)."""
         terms = self.node_affinity
         return terms is None or any(t.matches(node.name, node.labels) for t in terms)
+
+
+class StorageClass(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    provisioner: str = ""
+    wait_for_first_consumer: bool = False  # volumeBindingMode WaitForFirstConsumer (the API's default: Immediate)
+    # allowedTopologies as node selector terms of In requirements (ORed); () allows every node.
+    allowed_topologies: tuple[NodeSelectorTerm, ...] = ()
+    default: bool = False  # annotated storageclass.kubernetes.io/is-default-class: "true"
+    created: datetime | None = None
+
+
+class CSINode(msgspec.Struct, frozen=True, kw_only=True):
+    name: str  # the node's
+    limits: dict[str, int] = {}  # driver -> spec.drivers[].allocatable.count, for drivers that set one
+
+
+class ResourceClaim(msgspec.Struct, frozen=True, kw_only=True):
+    namespace: str
+    name: str
+    allocated: bool = False  # status.allocation is set
+    # status.allocation.nodeSelector's terms (ORed); None: the devices are usable on every node.
+    node_selector: tuple[NodeSelectorTerm, ...] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 class AggregatedUsage(msgspec.Struct, frozen=True, kw_only=True):

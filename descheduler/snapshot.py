@@ -18,10 +18,10 @@ import msgspec
 from descheduler import decode, snapshot_file, timestamps
 from descheduler.errors import InputError
 from descheduler.model import (
+    CSINode,
     ElasticQuota,
     MigrationJob,
     Node,
-    NodeSelectorTerm,
     NodeUsage,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -29,6 +29,8 @@ from descheduler.model import (
     PodDisruptionBudget,
     PodUsage,
     Reservation,
+    ResourceClaim,
+    StorageClass,
     Workload,
 )
 from descheduler.snapshot_file import (
@@ -91,6 +93,12 @@ class Snapshot:
     # Why the claims and volumes could not be read (a 403), "" when they could: pods with claims
     # are then not moved, since where their volumes let them run is unknown.
     volumes_unreadable: str = ""
+    storage_classes: Mapping[str, StorageClass] = field(default_factory=dict)  # by name
+    csi_nodes: Mapping[str, CSINode] = field(default_factory=dict)  # by node name
+    resource_claims: Mapping[str, ResourceClaim] = field(default_factory=dict)  # by "namespace/name"
+    # The kinds of the scheduling rules (storageclasses, csinodes, resourceclaims: the kube resource
+    # names) that could not be read, and why: a pod that needs one is not judged, so not moved.
+    unreadable: Mapping[str, str] = field(default_factory=dict)
     workloads: Mapping[str, Workload] = field(default_factory=dict)  # by uid
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
     node_usage: Mapping[str, NodeUsage] = field(default_factory=dict)  # by node name
@@ -124,6 +132,10 @@ class Snapshot:
         pvcs: Iterable[PersistentVolumeClaim] = (),
         pvs: Iterable[PersistentVolume] = (),
         volumes_unreadable: str = "",
+        storage_classes: Iterable[StorageClass] = (),
+        csi_nodes: Iterable[CSINode] = (),
+        resource_claims: Iterable[ResourceClaim] = (),
+        unreadable: Mapping[str, str] | None = None,
         workloads: Iterable[Workload] = (),
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
         node_usage: Iterable[NodeUsage] = (),
@@ -152,6 +164,10 @@ class Snapshot:
             pvcs={c.key: c for c in pvcs},
             pvs={v.name: v for v in pvs},
             volumes_unreadable=volumes_unreadable,
+            storage_classes={c.name: c for c in storage_classes},
+            csi_nodes={c.name: c for c in csi_nodes},
+            resource_claims={c.key: c for c in resource_claims},
+            unreadable=dict(unreadable or {}),
             workloads={w.uid or f"{w.kind}/{w.namespace}/{w.name}": w for w in workloads},
             namespaces=ns,
             node_usage={u.node: u for u in node_usage},
@@ -201,33 +217,6 @@ class Snapshot:
                 return volume
         return None
 
-    def placed(self, pod: Pod) -> Pod:
-        """The pod as placement must judge it: its volumes' required node affinity merged into its
-        own (kube-scheduler's VolumeBinding filter asks both). Terms are ORed within each list and
-        the lists ANDed, so the merge is every pair of terms, each pair's requirements concatenated."""
-        volumes = self.volumes_of(pod)
-        if not volumes:
-            return pod
-        terms = pod.required_node_affinity
-        for volume in volumes:
-            required = volume.node_affinity or ()
-            terms = required if terms is None else merge_terms(terms, required)
-        return msgspec.structs.replace(pod, required_node_affinity=terms)
-
-
-def merge_terms(
-    left: tuple[NodeSelectorTerm, ...], right: tuple[NodeSelectorTerm, ...]
-) -> tuple[NodeSelectorTerm, ...]:
-    """(a1 OR a2) AND (b1 OR b2) as one ORed list: every (ai AND bj), requirements concatenated."""
-    return tuple(
-        NodeSelectorTerm(
-            match_expressions=a.match_expressions + b.match_expressions,
-            match_fields=a.match_fields + b.match_fields,
-        )
-        for a in left
-        for b in right
-    )
-
 
 # --- loading from files -------------------------------------------------------------------
 
@@ -276,6 +265,9 @@ class _Collector:
         self.pdbs: list[PodDisruptionBudget] = []
         self.pvcs: list[PersistentVolumeClaim] = []
         self.pvs: list[PersistentVolume] = []
+        self.storage_classes: list[StorageClass] = []
+        self.csi_nodes: list[CSINode] = []
+        self.resource_claims: list[ResourceClaim] = []
         self.workloads: list[Workload] = []
         self.namespaces: dict[str, Mapping[str, str]] = {}
         self.node_usage: dict[str, NodeUsage] = {}
@@ -439,6 +431,18 @@ def _add_pv(c: _Collector, raw: decode.RawPV, group: str) -> None:
     c.pvs.append(decode.pv_from_raw(raw))
 
 
+def _add_storage_class(c: _Collector, raw: decode.RawStorageClass, group: str) -> None:
+    c.storage_classes.append(decode.storage_class_from_raw(raw))
+
+
+def _add_csi_node(c: _Collector, raw: decode.RawCSINode, group: str) -> None:
+    c.csi_nodes.append(decode.csi_node_from_raw(raw))
+
+
+def _add_resource_claim(c: _Collector, raw: decode.RawResourceClaim, group: str) -> None:
+    c.resource_claims.append(decode.resource_claim_from_raw(raw))
+
+
 def _add_node_metrics(c: _Collector, raw: decode.RawNodeMetrics, group: str) -> None:
     usage = decode.node_usage_from_metrics(raw)
     c.node_usage[usage.node] = usage
@@ -485,6 +489,9 @@ _HANDLERS: dict[tuple[str, str], tuple[type[Any], Callable[[_Collector, Any, str
     ("policy", "PodDisruptionBudget"): (decode.RawPDB, _add_pdb),
     ("", "PersistentVolumeClaim"): (decode.RawPVC, _add_pvc),
     ("", "PersistentVolume"): (decode.RawPV, _add_pv),
+    ("storage.k8s.io", "StorageClass"): (decode.RawStorageClass, _add_storage_class),
+    ("storage.k8s.io", "CSINode"): (decode.RawCSINode, _add_csi_node),
+    ("resource.k8s.io", "ResourceClaim"): (decode.RawResourceClaim, _add_resource_claim),
     ("metrics.k8s.io", "NodeMetrics"): (decode.RawNodeMetrics, _add_node_metrics),
     ("metrics.k8s.io", "PodMetrics"): (decode.RawPodMetrics, _add_pod_metrics),
     ("slo.koordinator.sh", "NodeMetric"): (decode.RawKoordNodeMetric, _add_node_metric),
@@ -572,6 +579,9 @@ def _finish(c: _Collector, now: datetime | None) -> Snapshot:
         pdbs=c.pdbs,
         pvcs=c.pvcs,
         pvs=c.pvs,
+        storage_classes=c.storage_classes,
+        csi_nodes=c.csi_nodes,
+        resource_claims=c.resource_claims,
         workloads=c.workloads,
         namespaces=c.namespaces,
         node_usage=usage,

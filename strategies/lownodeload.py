@@ -32,6 +32,7 @@ from descheduler.priority import BAND_RANK, annotated_cost, priority_band
 from descheduler.refusal import Refusal, define
 from descheduler.scheduling import best_node
 from descheduler.scheduling.pod_rules import RULE_NOT_JUDGED
+from descheduler.scheduling.predicates import unjudged_rule
 from descheduler.scheduling.table import METRIC_EXPIRED, METRIC_FRESH, BoolArray, FloatArray, IntArray
 from descheduler.strategy import PlanContext, StrategyResult
 from strategies.trend import node_rise
@@ -484,8 +485,7 @@ def _relieve_node(
         if not allowed_cool.any():
             _skip(result, pod, node, Refusal(code=no_target))
             return False
-        # Judged with its volumes' node affinity (a zonal volume: targets in its zone only).
-        choice = best_node(ctx.snapshot.placed(pod), view, allowed=allowed_cool, node_fit=args.node_fit)
+        choice = best_node(pod, view, allowed=allowed_cool, node_fit=args.node_fit)
         if choice.node is None:
             _skip(result, pod, node, Refusal(code=NO_FEASIBLE_LOW_NODE, facts={"summary": choice.summary()}))
             return False
@@ -587,9 +587,9 @@ def _candidates(
             refusal = Refusal(code=POD_SELECTORS)
         if refusal is None and not load.has_metric:
             refusal = Refusal(code=NO_POD_METRIC)
-        if refusal is None and args.node_fit and pod.unjudged:
+        if refusal is None and args.node_fit and (unjudged := unjudged_rule(pod, ctx.view)):
             # A hard rule of kube-scheduler we cannot judge for it: not moved rather than a guess.
-            refusal = Refusal(code=RULE_NOT_JUDGED, subject=pod.unjudged)
+            refusal = Refusal(code=RULE_NOT_JUDGED, subject=unjudged)
         if refusal is not None:
             _skip(result, pod, node, refusal)
             continue

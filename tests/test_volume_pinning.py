@@ -11,9 +11,9 @@ import msgspec
 
 from descheduler import decode
 from descheduler.eligibility import eviction_refusal
-from descheduler.model import NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume
+from descheduler.model import EphemeralVolume, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume
 from descheduler.policy import EvictorArgs
-from descheduler.snapshot import load_snapshot, merge_terms
+from descheduler.snapshot import load_snapshot
 from tests.builders import Obj, node, pod, snapshot
 
 ZONE = "topology.kubernetes.io/zone"
@@ -75,14 +75,17 @@ def test_a_pod_names_the_claims_of_its_volumes_in_both_pod_shapes() -> None:
         "a1",
         volumes=[
             {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}},
-            {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+            {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "fast"}}}},
             {"name": "tmp", "emptyDir": {}},
         ],
     )
     text = msgspec.json.encode(obj)
     full = decode.pod_from_raw(msgspec.json.decode(text, type=decode.RawPod))
     listed = decode.pod_from_listed(msgspec.json.decode(text, type=decode.RawListedPod))
-    assert full.claims == ("data-db-0", "db-0-scratch")  # an ephemeral volume's claim is <pod>-<volume>
+    # An ephemeral volume's claim is the pod's own ("<pod>-<volume>"): a replacement gets a new one.
+    assert full.claims == ("data-db-0",)
+    assert full.ephemeral == (EphemeralVolume(name="scratch", storage_class="fast"),)
+    assert full.ephemeral[0].claim_of(full.name) == "db-0-scratch"
     assert listed == full
     assert full.has_pvc and full.has_local_storage
 
@@ -164,38 +167,6 @@ def test_pods_with_claims_stay_when_the_volumes_could_not_be_read() -> None:
     assert eviction_refusal(sibling, snap, EvictorArgs()) is None
 
 
-# --- placement ------------------------------------------------------------------------------------
-
-
-def test_a_zonal_volume_restricts_the_placement_to_its_zone() -> None:
-    snap = snapshot(cluster(with_claim("db-0", "a1"), pvc("data", "disk-a"), pv("disk-a", label_in(ZONE, "zone-a"))))
-    placed = snap.placed(next(p for p in snap.pods if p.name == "db-0"))
-    assert placed.required_node_affinity is not None
-    allowed = [n.name for n in snap.nodes if any(t.matches(n.name, n.labels) for t in placed.required_node_affinity)]
-    assert allowed == ["a1", "a2"]
-    sibling = next(p for p in snap.pods if p.name == "sibling")
-    assert snap.placed(sibling) is sibling
-
-
-def test_merged_node_affinity_is_the_cross_product_of_the_terms() -> None:
-    def req(key: str, *values: str) -> NodeSelectorRequirement:
-        return NodeSelectorRequirement(key=key, operator="In", values=values)
-
-    name = NodeSelectorRequirement(key="metadata.name", operator="In", values=("a1",))
-    pod_terms = (NodeSelectorTerm(match_expressions=(req("disk", "ssd"),)), NodeSelectorTerm(match_fields=(name,)))
-    volume_terms = (
-        NodeSelectorTerm(match_expressions=(req(ZONE, "zone-a"),)),
-        NodeSelectorTerm(match_expressions=(req(ZONE, "zone-b"),)),
-    )
-    merged = merge_terms(pod_terms, volume_terms)
-    assert merged == (
-        NodeSelectorTerm(match_expressions=(req("disk", "ssd"), req(ZONE, "zone-a"))),
-        NodeSelectorTerm(match_expressions=(req("disk", "ssd"), req(ZONE, "zone-b"))),
-        NodeSelectorTerm(match_expressions=(req(ZONE, "zone-a"),), match_fields=(name,)),
-        NodeSelectorTerm(match_expressions=(req(ZONE, "zone-b"),), match_fields=(name,)),
-    )
-
-
 def test_a_volume_allows_a_node_by_any_of_its_terms() -> None:
     volume = PersistentVolume(
         name="v",
@@ -235,3 +206,64 @@ def test_an_older_snapshot_file_without_claims_or_volumes_still_loads(tmp_path: 
     assert loaded.pvcs == {} and loaded.pvs == {}
     db = next(p for p in loaded.pods if p.name == "db-0")
     assert eviction_refusal(db, loaded, EvictorArgs()) is None
+
+
+def test_storage_classes_csi_nodes_and_resource_claims_load_from_a_snapshot_file(tmp_path: Path) -> None:
+    objs: list[Obj] = [
+        *cluster(),
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "zonal"},
+            "provisioner": "ebs.csi.aws.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": [{"matchLabelExpressions": [{"key": ZONE, "values": ["zone-a", "zone-b"]}]}],
+        },
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": "a1"},
+            "spec": {"drivers": [{"name": "ebs.csi.aws.com", "allocatable": {"count": 25}}, {"name": "nfs"}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "status": {"allocation": {}},
+        },
+    ]
+    path = tmp_path / "cluster.json"
+    path.write_bytes(msgspec.json.encode({"apiVersion": "v1", "kind": "List", "items": objs}))
+    loaded = load_snapshot(path)
+    zonal = loaded.storage_classes["zonal"]
+    assert zonal.wait_for_first_consumer and not zonal.default
+    assert zonal.allowed_topologies == (
+        NodeSelectorTerm(
+            match_expressions=(NodeSelectorRequirement(key=ZONE, operator="In", values=("zone-a", "zone-b")),)
+        ),
+    )
+    assert loaded.csi_nodes["a1"].limits == {"ebs.csi.aws.com": 25}
+    claim = loaded.resource_claims["default/gpu"]
+    assert claim.allocated and claim.node_selector is None
+    assert not loaded.warnings
+
+
+def test_a_claim_and_a_volume_keep_what_the_volume_rules_read() -> None:
+    raw = pvc("data", "vol")
+    raw["metadata"]["annotations"] = {
+        "volume.beta.kubernetes.io/storage-class": "beta",
+        "volume.kubernetes.io/selected-node": "a1",
+    }
+    raw["spec"].update(storageClassName="ga", accessModes=["ReadWriteOncePod"])
+    claim = decode.pvc_from_raw(decode.convert(raw, decode.RawPVC))
+    # GetPersistentVolumeClaimClass: the beta annotation wins over the field.
+    assert (claim.storage_class, claim.access_modes, claim.selected_node) == ("beta", ("ReadWriteOncePod",), "a1")
+    volume = pv("vol")
+    volume["metadata"]["labels"] = {ZONE: "zone-a", "team": "x"}
+    volume["spec"]["csi"] = {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"}
+    decoded = decode.pv_from_raw(decode.convert(volume, decode.RawPV))
+    assert (decoded.zone_labels, decoded.csi_driver, decoded.csi_handle) == (
+        {ZONE: "zone-a"},
+        "ebs.csi.aws.com",
+        "vol-1",
+    )

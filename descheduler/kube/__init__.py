@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from descheduler.kube.client import KubeApiError, KubeClient, RetryPolicy, connect
 from descheduler.kube.kinds import (
     CLUSTER_KINDS,
+    CSI_NODES,
     DAEMONSETS,
     DEPLOYMENTS,
     KINDS,
@@ -38,7 +39,9 @@ from descheduler.kube.kinds import (
     QUOTAS_X,
     REPLICASETS,
     RESERVATIONS,
+    RESOURCE_CLAIMS,
     STATEFULSETS,
+    STORAGE_CLASSES,
     ResourceKind,
 )
 from descheduler.kube.ratelimit import Cancelled, TokenBucket
@@ -60,6 +63,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "CLUSTER_KINDS",
+    "CSI_NODES",
     "DAEMONSETS",
     "DEPLOYMENTS",
     "KINDS",
@@ -75,7 +79,9 @@ __all__ = [
     "QUOTAS_X",
     "REPLICASETS",
     "RESERVATIONS",
+    "RESOURCE_CLAIMS",
     "STATEFULSETS",
+    "STORAGE_CLASSES",
     "CacheEvent",
     "Cancelled",
     "ClusterCache",

@@ -33,6 +33,7 @@ from descheduler import metrics
 from descheduler.kube.client import KubeClient
 from descheduler.kube.kinds import (
     CLUSTER_KINDS,
+    CSI_NODES,
     DAEMONSETS,
     DEPLOYMENTS,
     MIGRATION_JOBS,
@@ -46,7 +47,9 @@ from descheduler.kube.kinds import (
     QUOTAS,
     REPLICASETS,
     RESERVATIONS,
+    RESOURCE_CLAIMS,
     STATEFULSETS,
+    STORAGE_CLASSES,
     NodeMetricRecord,
     ResourceKind,
     resolve,
@@ -673,6 +676,16 @@ class ClusterCache:
             pvs = dict(self._objects.get(PVS, {}))
             # A volume kind we were refused (403): the pods with claims are not moved (eligibility).
             refused = [n for n in (PVCS, PVS) if n in self._status and self._status[n].absent]
+            storage_classes = tuple(self._ordered(STORAGE_CLASSES))
+            csi_nodes = tuple(self._ordered(CSI_NODES))
+            resource_claims = tuple(self._ordered(RESOURCE_CLAIMS))
+            # A scheduling rule's kind we could not list (403, or not served): the pods that need it
+            # are not judged by the core, so not moved.
+            unreadable = {
+                n: f"could not list {n}"
+                for n in (STORAGE_CLASSES, CSI_NODES, RESOURCE_CLAIMS)
+                if n in self._status and self._status[n].absent
+            }
             quotas = tuple(q for name in QUOTAS for q in self._ordered(name))
             reservations = tuple(self._ordered(RESERVATIONS))
             jobs = tuple(self._ordered(MIGRATION_JOBS))
@@ -682,6 +695,10 @@ class ClusterCache:
             warnings.append(
                 f"may not list {' and '.join(refused)} (403): pods with PersistentVolumeClaims are not moved"
             )
+        # ResourceClaims are left out: a cluster without DynamicResources does not serve them (the
+        # cache logged it once), and no pod there has a claim.
+        for name in sorted(unreadable.keys() - {RESOURCE_CLAIMS}):
+            warnings.append(f"{unreadable[name]}: pods whose scheduling rules read them are not moved")
         # NodeMetric problems reach the snapshot through the load reading's warnings.
         warnings += [p for p in self.problems() if not p.startswith(f"{NODE_METRICS} ")]
         node_usage = {}
@@ -698,6 +715,10 @@ class ClusterCache:
             pvcs=pvcs,
             pvs=pvs,
             volumes_unreadable=f"may not list {' and '.join(refused)}" if refused else "",
+            storage_classes={c.name: c for c in storage_classes},
+            csi_nodes={c.name: c for c in csi_nodes},
+            resource_claims={c.key: c for c in resource_claims},
+            unreadable=unreadable,
             workloads=workloads,
             namespaces=namespaces,
             node_usage=node_usage,

@@ -94,7 +94,8 @@ class ResourceKind:
     # A missing API (404: the CRD is not installed) is an empty list and a warning, not a failure.
     optional: bool = False
     # A kind we may be refused (403): an empty list and a warning, not a failure; the snapshot says
-    # it could not be read (`Snapshot.volumes_unreadable`), and what needs it is not moved.
+    # it could not be read (`Snapshot.volumes_unreadable`, `Snapshot.unreadable`), and what needs it
+    # is not moved.
     may_be_forbidden: bool = False
     # A cheaper shape for lists and watch events, and its converter (`listed_record`), which raises
     # decode.Refit for an object that must be decoded in `raw_type` instead; None: `raw_type`.
@@ -153,6 +154,9 @@ NAMESPACES = "namespaces"
 PDBS = "poddisruptionbudgets.policy"
 PVCS = "persistentvolumeclaims"
 PVS = "persistentvolumes"
+STORAGE_CLASSES = "storageclasses.storage.k8s.io"
+CSI_NODES = "csinodes.storage.k8s.io"
+RESOURCE_CLAIMS = "resourceclaims.resource.k8s.io"
 DEPLOYMENTS = "deployments.apps"
 REPLICASETS = "replicasets.apps"
 STATEFULSETS = "statefulsets.apps"
@@ -213,6 +217,41 @@ KINDS: dict[str, ResourceKind] = {
             False,
             decode.RawPV,
             decode.pv_from_raw,
+            may_be_forbidden=True,
+        ),
+        ResourceKind(
+            STORAGE_CLASSES,
+            "storage.k8s.io",
+            "v1",
+            "storageclasses",
+            "StorageClass",
+            False,
+            decode.RawStorageClass,
+            decode.storage_class_from_raw,
+            may_be_forbidden=True,
+        ),
+        ResourceKind(
+            CSI_NODES,
+            "storage.k8s.io",
+            "v1",
+            "csinodes",
+            "CSINode",
+            False,
+            decode.RawCSINode,
+            decode.csi_node_from_raw,
+            may_be_forbidden=True,
+        ),
+        # A cluster without DynamicResources (404) has no claims: nothing needs them.
+        ResourceKind(
+            RESOURCE_CLAIMS,
+            "resource.k8s.io",
+            "v1",
+            "resourceclaims",
+            "ResourceClaim",
+            True,
+            decode.RawResourceClaim,
+            decode.resource_claim_from_raw,
+            optional=True,
             may_be_forbidden=True,
         ),
         *(
@@ -277,6 +316,9 @@ CLUSTER_KINDS: tuple[str, ...] = (
     PDBS,
     PVCS,
     PVS,
+    STORAGE_CLASSES,
+    CSI_NODES,
+    RESOURCE_CLAIMS,
     *WORKLOADS,
     *QUOTAS,
     MIGRATION_JOBS,

@@ -23,7 +23,8 @@ import numpy.typing as npt
 from descheduler.model import Pod, PodAffinityTerm, Reservation
 from descheduler.quantity import format_units
 from descheduler.refusal import Refusal, define
-from descheduler.scheduling import pod_rules
+from descheduler.scheduling import dynamic_resources, pod_rules, volume_rules
+from descheduler.scheduling.node_terms import terms_mask
 from descheduler.scheduling.pod_rules import (
     RULE_NOT_JUDGED,
     AffinityCheck,
@@ -44,6 +45,7 @@ from descheduler.scheduling.table import (
     NodeTable,
 )
 from descheduler.scheduling.view import ClusterView
+from descheduler.scheduling.volume_rules import ReasonCheck, volume_check, volume_needs
 
 Keys = npt.NDArray[Any]
 
@@ -124,6 +126,8 @@ _FOR_SCHEDULER: dict[str, Callable[[Refusal], str]] = {
     AGGREGATED_LOAD_OVER: lambda r: _load_words(f"{r.facts['kind']} ", r),
     PROD_LOAD_OVER: lambda r: _load_words("prod ", r),
     **pod_rules.FOR_SCHEDULER,
+    **volume_rules.FOR_SCHEDULER,
+    **dynamic_resources.FOR_SCHEDULER,
 }
 # Refusals that preempting pods on the node could resolve (kube-scheduler's FailedNodes); the
 # others are FailedAndUnresolvableNodes.
@@ -231,30 +235,8 @@ def selector_check(pod: Pod, view: ClusterView) -> SelectorCheck:
         hit = np.zeros(n, dtype=np.bool_)
         hit[index.get(key, {}).get(value, [])] = True
         first_key[~hit & (first_key < 0)] = i
-    affinity = np.ones(n, dtype=np.bool_)
     terms = pod.required_node_affinity
-    if terms is not None:
-        affinity[:] = False
-        for term in terms:
-            if not term.match_expressions and not term.match_fields:
-                continue
-            term_mask = np.ones(n, dtype=np.bool_)
-            for req in term.match_expressions:
-                values = index.get(req.key, {})
-                hit = np.zeros(n, dtype=np.bool_)
-                for value, rows in values.items():
-                    if req.matches(value):
-                        hit[rows] = True
-                if req.matches(None):  # NotIn / DoesNotExist also match nodes without the key
-                    has_key = np.zeros(n, dtype=np.bool_)
-                    for rows in values.values():
-                        has_key[rows] = True
-                    hit |= ~has_key
-                term_mask &= hit
-            for req in term.match_fields:
-                hit = np.array([req.matches(name if req.key == "metadata.name" else None) for name in table.names])
-                term_mask &= hit
-            affinity |= term_mask
+    affinity = np.ones(n, dtype=np.bool_) if terms is None else terms_mask(table, terms)
     return SelectorCheck(first_key, affinity)
 
 
@@ -548,6 +530,8 @@ class Checks:
     ports: PortsCheck | None = None
     affinity: AffinityCheck | None = None
     spread: SpreadCheck | None = None
+    volumes: ReasonCheck | None = None  # `volume_rules`
+    devices: ReasonCheck | None = None  # `dynamic_resources`
     unjudged: str = ""  # a rule the core cannot judge for the pod: every node is refused for it
 
     def passed(self) -> BoolArray:
@@ -570,6 +554,10 @@ class Checks:
             mask &= self.affinity.passed
         if self.spread is not None:
             mask &= self.spread.passed
+        if self.volumes is not None:
+            mask &= self.volumes.passed
+        if self.devices is not None:
+            mask &= self.devices.passed
         mask &= self.load.accepted
         return mask
 
@@ -636,7 +624,19 @@ class Checks:
             yield self._affinity_stage(self.affinity, rows)
         if self.spread is not None:
             yield self._spread_stage(self.spread, rows)
+        if self.volumes is not None:
+            yield self._reason_stage(self.volumes, rows)
+        if self.devices is not None:
+            yield self._reason_stage(self.devices, rows)
         yield from self._load_stages(rows, one)
+
+    @staticmethod
+    def _reason_stage(check: ReasonCheck, rows: IntArray) -> Stage:
+        def keys(positions: IntArray) -> Keys:
+            out: Keys = check.first.take(rows.take(positions))
+            return out
+
+        return Stage(~check.passed.take(rows), keys, check.refusal)
 
     def _ports_stage(self, check: PortsCheck, rows: IntArray) -> Stage:
         def keys(positions: IntArray) -> Keys:
@@ -793,7 +793,7 @@ def checks(
     them itself on fresher data (scheduling-core.md §2)."""
     table = view.table
     selector = taints = fit = anti = None
-    ports = affinity = spread = None
+    ports = affinity = spread = volumes = devices = None
     unjudged = ""
     if node_fit:
         if pod.node_selector or pod.required_node_affinity is not None:
@@ -805,6 +805,13 @@ def checks(
             anti = anti_affinity_check(pod, view)
         if pod_level:
             unjudged = pod.unjudged
+            if not unjudged and (pod.claims or pod.ephemeral):
+                needs = volume_needs(pod, table.snapshot)
+                unjudged = needs.unjudged
+                volumes = volume_check(pod, view, needs) if not needs.empty and not unjudged else None
+            if not unjudged and pod.resource_claims:
+                unjudged, claim_rules = dynamic_resources.claim_rules(pod, table.snapshot)
+                devices = dynamic_resources.claim_check(view, claim_rules) if claim_rules else None
             if pod.host_ports:
                 ports = ports_check(pod, view)
             if pod.affinity:
@@ -814,4 +821,11 @@ def checks(
                 tolerated = taints[table.taint_group] < 0 if taints is not None else np.ones(table.size, dtype=np.bool_)
                 spread = spread_check(pod, view, node_affinity, tolerated)
     load = load_check(pod, view, owned)
-    return Checks(pod, view, selector, taints, fit, anti, load, ports, affinity, spread, unjudged)
+    return Checks(pod, view, selector, taints, fit, anti, load, ports, affinity, spread, volumes, devices, unjudged)
+
+
+def unjudged_rule(pod: Pod, view: ClusterView) -> str:
+    """The hard rule of kube-scheduler the core cannot judge for the pod (scheduling-core.md §2), named;
+    "" when it judges them all. Such a pod is not moved."""
+    snapshot = view.table.snapshot
+    return pod.unjudged or volume_rules.unjudged(pod, snapshot) or dynamic_resources.unjudged(pod, snapshot)

@@ -114,6 +114,9 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), ("status",)),
     ResourceType("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ("status",)),
     ResourceType("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
+    ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
+    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    ResourceType("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, (), ("status",)),
     ResourceType(
         "apps",
         "v1",
