@@ -32,6 +32,10 @@ POD_FINISHED = define("PodFinished", "pod has finished ({phase})", brief="pod ha
 NEVER_EVICT = define("NeverEvict", "eviction cost is {cost} (never evict)")
 # Its replacement could run on no other node: kube-scheduler's VolumeBinding filter would keep it Pending.
 PINNED_BY_VOLUME = define("PinnedByVolume", "pinned by volume {subject}", brief="pinned by volume")
+# Its controller's template sets spec.nodeName: the replacement is created on that node, past any scheduler.
+PINNED_BY_TEMPLATE = define(
+    "PinnedByTemplate", "pinned by its template's spec.nodeName {subject}", brief="pinned by its template's nodeName"
+)
 VOLUMES_UNREADABLE = define(
     "VolumesUnreadable",
     "uses a PersistentVolumeClaim, and where its volume may run is unknown ({why})",
@@ -90,9 +94,18 @@ def volume_refusal(pod: Pod, snapshot: Snapshot) -> Refusal | None:
     return Refusal(code=PINNED_BY_VOLUME, subject=volume.name) if volume is not None else None
 
 
+def template_refusal(pod: Pod, snapshot: Snapshot) -> Refusal | None:
+    """A pod whose controller's template names its node (scheduling-core.md §2 item 1): a move
+    could only put its replacement back there."""
+    workload = snapshot.workloads.get(pod.owner.uid) if pod.owner is not None else None
+    if workload is None or not workload.template_node_name:
+        return None
+    return Refusal(code=PINNED_BY_TEMPLATE, subject=workload.template_node_name)
+
+
 def eviction_refusal(pod: Pod, snapshot: Snapshot, args: EvictorArgs, now: datetime | None = None) -> Refusal | None:
     """Why this pod may never be moved, or None. The evict annotation overrides the switchable checks."""
-    hard = hard_refusal(pod) or volume_refusal(pod, snapshot)
+    hard = hard_refusal(pod) or volume_refusal(pod, snapshot) or template_refusal(pod, snapshot)
     if hard is not None:
         return hard
     if ANNOTATION_EVICT in pod.annotations:

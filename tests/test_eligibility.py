@@ -146,3 +146,14 @@ def test_label_selector_and_namespaces() -> None:
 def test_evict_annotation_overrides_the_switchable_rules() -> None:
     forced = pod("p", "n1", owner=None, priority=2_000_000_000, volumes=EMPTY_DIR, annotations={EVICT: "true"})
     assert refusal(forced, pod("x", "n1", owner="db"), minPodAge="1000h", priorityThreshold=1) is None
+
+
+def test_a_pod_whose_template_names_its_node_is_pinned_even_with_the_evict_annotation() -> None:
+    # The replacement would be created on n1 directly (scheduling-core.md §2 item 1).
+    pinned = workload("web", 2)
+    pinned["spec"]["template"] = {"spec": {"nodeName": "n1", "containers": [{"name": "c"}]}}
+    target = pod("p", "n1", annotations={EVICT: "true"})
+    found = refused(target, pod("sibling", "n1"), pinned)
+    assert found is not None and found.code == "PinnedByTemplate"
+    assert str(found) == "pinned by its template's spec.nodeName n1"
+    assert refusal(target, pod("sibling", "n1"), workload("web", 2)) is None
