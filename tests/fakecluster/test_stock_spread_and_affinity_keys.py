@@ -206,30 +206,22 @@ def _affinity(kind: str, selector: Raw, key: str = "zone", **extra: Any) -> Raw:
 ZONED = [node("node-a", zone="zone1"), node("node-x", zone="zone2")]
 
 
-def test_affinity_match_label_keys_need_a_pod_with_the_same_value() -> None:
+@pytest.mark.parametrize(
+    ("keys", "fits"),
+    [
+        ({"matchLabelKeys": ["tenant"]}, ["node-x"]),  # a cache pod of the same tenant
+        ({"mismatchLabelKeys": ["tenant"]}, ["node-a"]),  # a cache pod of another tenant
+    ],
+)
+def test_affinity_label_keys_select_cache_pods_by_the_incoming_pods_tenant(keys: Raw, fits: list[str]) -> None:
     pods = [
         pod("cache-1", "node-a", labels={"app": "cache", "tenant": "one"}),
         pod("cache-2", "node-x", labels={"app": "cache", "tenant": "two"}),
     ]
     incoming = pod(
-        "p",
-        labels={"tenant": "two"},
-        affinity=_affinity("podAffinity", {"matchLabels": {"app": "cache"}}, matchLabelKeys=["tenant"]),
+        "p", labels={"tenant": "two"}, affinity=_affinity("podAffinity", {"matchLabels": {"app": "cache"}}, **keys)
     )
-    assert StockScheduler(ZONED, pods).feasible(incoming) == ["node-x"]
-
-
-def test_affinity_mismatch_label_keys_need_a_pod_with_another_value() -> None:
-    pods = [
-        pod("cache-1", "node-a", labels={"app": "cache", "tenant": "one"}),
-        pod("cache-2", "node-x", labels={"app": "cache", "tenant": "two"}),
-    ]
-    incoming = pod(
-        "p",
-        labels={"tenant": "two"},
-        affinity=_affinity("podAffinity", {"matchLabels": {"app": "cache"}}, mismatchLabelKeys=["tenant"]),
-    )
-    assert StockScheduler(ZONED, pods).feasible(incoming) == ["node-a"]
+    assert StockScheduler(ZONED, pods).feasible(incoming) == fits
 
 
 def test_anti_affinity_mismatch_label_keys_keep_tenants_apart() -> None:
