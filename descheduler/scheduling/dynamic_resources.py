@@ -55,9 +55,7 @@ def claim_rules(pod: Pod, snapshot: Snapshot) -> tuple[str, tuple[NodeRule, ...]
         if not claim.allocated:
             return f"DynamicResources: ResourceClaim {key} is not allocated", ()
         if claim.node_selector is not None:
-            rules.append(
-                NodeRule(("resourceclaim", key), claim.node_selector, Refusal(code=CLAIM_NOT_AVAILABLE, subject=key))
-            )
+            rules.append(NodeRule(claim.node_selector, Refusal(code=CLAIM_NOT_AVAILABLE, subject=key)))
     return "", tuple(rules)
 
 
@@ -70,5 +68,5 @@ def claim_check(view: ClusterView, rules: tuple[NodeRule, ...]) -> ReasonCheck:
     table = view.table
     check = ReasonCheck.over(table)
     for rule in rules:
-        check.refuse(~cached_terms_mask(table, rule.key, rule.terms), rule.refusal)
+        check.refuse(~cached_terms_mask(table, rule.terms), rule.refusal)
     return check

@@ -4,8 +4,6 @@ allowedTopologies, an allocated ResourceClaim's node selector."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 import numpy as np
 
 from descheduler.model import NodeSelectorTerm
@@ -40,10 +38,10 @@ def terms_mask(table: NodeTable, terms: tuple[NodeSelectorTerm, ...]) -> BoolArr
     return selected
 
 
-def cached_terms_mask(table: NodeTable, key: Hashable, terms: tuple[NodeSelectorTerm, ...]) -> BoolArray:
-    """`terms_mask` of terms that belong to an object of the snapshot (`key` names it), once per table."""
-    found = table.rule_cache.get(("terms", key))
+def cached_terms_mask(table: NodeTable, terms: tuple[NodeSelectorTerm, ...]) -> BoolArray:
+    """`terms_mask`, once per table for equal terms (volumes of one zone share theirs)."""
+    found = table.rule_cache.get(("terms", terms))
     if found is None:
-        found = table.rule_cache[("terms", key)] = terms_mask(table, terms)
+        found = table.rule_cache[("terms", terms)] = terms_mask(table, terms)
     assert isinstance(found, np.ndarray)
     return found

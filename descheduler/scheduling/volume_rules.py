@@ -117,9 +117,8 @@ CSIVolume = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class NodeRule:
-    """Nodes must match `terms` (ORed node selector terms of the object `key` names), else `refusal`."""
+    """Nodes must match `terms` (ORed node selector terms), else `refusal`."""
 
-    key: tuple[str, str]
     terms: tuple[NodeSelectorTerm, ...]
     refusal: Refusal
 
@@ -200,7 +199,7 @@ def volume_needs(pod: Pod, snapshot: Snapshot) -> VolumeNeeds:
                 continue
             if volume.node_affinity is not None:
                 refusal = Refusal(code=VOLUME_NODE_AFFINITY, subject=volume.name)
-                rules.append(NodeRule(("pv", volume.name), volume.node_affinity, refusal))
+                rules.append(NodeRule(volume.node_affinity, refusal))
             for label, value in volume.zone_labels.items():
                 zones.append((volume.name, label, frozenset(value.split("__"))))
             if volume.csi_driver and volume.csi_handle:
@@ -253,7 +252,7 @@ def _unbound(claim: PersistentVolumeClaim, snapshot: Snapshot) -> tuple[NodeRule
     if claim.selected_node:  # provisioning for that node is under way
         name = NodeSelectorRequirement(key="metadata.name", operator="In", values=(claim.selected_node,))
         refusal = Refusal(code=SELECTED_NODE, subject=key, facts={"node": claim.selected_node})
-        return NodeRule(("node", claim.selected_node), (NodeSelectorTerm(match_fields=(name,)),), refusal), ""
+        return NodeRule((NodeSelectorTerm(match_fields=(name,)),), refusal), ""
     return _provisioned(found, f"claim {key}")
 
 
@@ -267,7 +266,7 @@ def _provisioned(storage_class: StorageClass, claim: str) -> tuple[NodeRule | No
     if not storage_class.allowed_topologies:
         return None, storage_class.provisioner
     refusal = Refusal(code=PROVISIONING_TOPOLOGY, subject=claim, facts={"storage_class": storage_class.name})
-    return NodeRule(("class", storage_class.name), storage_class.allowed_topologies, refusal), storage_class.provisioner
+    return NodeRule(storage_class.allowed_topologies, refusal), storage_class.provisioner
 
 
 def default_storage_class(snapshot: Snapshot) -> StorageClass | None:
@@ -448,7 +447,7 @@ def volume_check(pod: Pod, view: ClusterView, needs: VolumeNeeds) -> ReasonCheck
     if needs.everywhere is not None:
         check.refuse(everywhere, needs.everywhere)
     for rule in needs.rules:
-        check.refuse(~cached_terms_mask(table, rule.key, rule.terms), rule.refusal)
+        check.refuse(~cached_terms_mask(table, rule.terms), rule.refusal)
     for volume, label, values in needs.zones:
         facts = {"key": label.rsplit("/", 1)[-1], "values": ", ".join(sorted(values))}
         check.refuse(~_zone_mask(table, label, values), Refusal(code=VOLUME_ZONE, subject=volume, facts=facts))
