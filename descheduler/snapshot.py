@@ -419,28 +419,13 @@ def _add_workload(kind: str) -> Callable[[_Collector, decode.RawWorkload, str], 
     return add
 
 
-def _add_pdb(c: _Collector, raw: decode.RawPDB, group: str) -> None:
-    c.pdbs.append(decode.pdb_from_raw(raw))
+def _appended(records: str, convert: Callable[[Any], Any]) -> Callable[[_Collector, Any, str], None]:
+    """A handler that appends the converted object to the collector's list `records`."""
 
+    def add(c: _Collector, raw: Any, group: str) -> None:
+        getattr(c, records).append(convert(raw))
 
-def _add_pvc(c: _Collector, raw: decode.RawPVC, group: str) -> None:
-    c.pvcs.append(decode.pvc_from_raw(raw))
-
-
-def _add_pv(c: _Collector, raw: decode.RawPV, group: str) -> None:
-    c.pvs.append(decode.pv_from_raw(raw))
-
-
-def _add_storage_class(c: _Collector, raw: decode.RawStorageClass, group: str) -> None:
-    c.storage_classes.append(decode.storage_class_from_raw(raw))
-
-
-def _add_csi_node(c: _Collector, raw: decode.RawCSINode, group: str) -> None:
-    c.csi_nodes.append(decode.csi_node_from_raw(raw))
-
-
-def _add_resource_claim(c: _Collector, raw: decode.RawResourceClaim, group: str) -> None:
-    c.resource_claims.append(decode.resource_claim_from_raw(raw))
+    return add
 
 
 def _add_node_metrics(c: _Collector, raw: decode.RawNodeMetrics, group: str) -> None:
@@ -486,12 +471,18 @@ _HANDLERS: dict[tuple[str, str], tuple[type[Any], Callable[[_Collector, Any, str
     ("", "Pod"): (decode.RawPod, _add_pod),
     ("", "Namespace"): (decode.RawNamespace, _add_namespace),
     **{("apps", kind): (decode.RawWorkload, _add_workload(kind)) for kind in _WORKLOAD_KINDS},
-    ("policy", "PodDisruptionBudget"): (decode.RawPDB, _add_pdb),
-    ("", "PersistentVolumeClaim"): (decode.RawPVC, _add_pvc),
-    ("", "PersistentVolume"): (decode.RawPV, _add_pv),
-    ("storage.k8s.io", "StorageClass"): (decode.RawStorageClass, _add_storage_class),
-    ("storage.k8s.io", "CSINode"): (decode.RawCSINode, _add_csi_node),
-    ("resource.k8s.io", "ResourceClaim"): (decode.RawResourceClaim, _add_resource_claim),
+    ("policy", "PodDisruptionBudget"): (decode.RawPDB, _appended("pdbs", decode.pdb_from_raw)),
+    ("", "PersistentVolumeClaim"): (decode.RawPVC, _appended("pvcs", decode.pvc_from_raw)),
+    ("", "PersistentVolume"): (decode.RawPV, _appended("pvs", decode.pv_from_raw)),
+    ("storage.k8s.io", "StorageClass"): (
+        decode.RawStorageClass,
+        _appended("storage_classes", decode.storage_class_from_raw),
+    ),
+    ("storage.k8s.io", "CSINode"): (decode.RawCSINode, _appended("csi_nodes", decode.csi_node_from_raw)),
+    ("resource.k8s.io", "ResourceClaim"): (
+        decode.RawResourceClaim,
+        _appended("resource_claims", decode.resource_claim_from_raw),
+    ),
     ("metrics.k8s.io", "NodeMetrics"): (decode.RawNodeMetrics, _add_node_metrics),
     ("metrics.k8s.io", "PodMetrics"): (decode.RawPodMetrics, _add_pod_metrics),
     ("slo.koordinator.sh", "NodeMetric"): (decode.RawKoordNodeMetric, _add_node_metric),

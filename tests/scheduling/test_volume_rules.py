@@ -11,35 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
-from descheduler.model import Pod
-from descheduler.policy import parse_policy
-from descheduler.scheduling import ClusterView, build_table, feasible_mask, predicates, refusal
-from descheduler.snapshot import Snapshot
-from tests.builders import Obj, node, pod, snapshot
+from descheduler.scheduling import feasible_mask, predicates, refusal
+from tests.builders import Obj, node, pod
+from tests.scheduling.test_pod_rules import fits, the_pod, view_of
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 DRIVER = "ebs.csi.aws.com"
-
-
-def view_of(objects: list[Obj]) -> tuple[Snapshot, ClusterView]:
-    doc = {"apiVersion": "descheduler.dev/v1alpha1", "kind": "DeschedulerPolicy"}
-    snap = snapshot(objects)
-    return snap, ClusterView(build_table(snap, parse_policy(yaml.safe_dump(doc)).scheduling))
-
-
-def the_pod(snap: Snapshot, name: str) -> Pod:
-    return next(p for p in snap.pods if p.name == name)
-
-
-def fits(objects: list[Obj], name: str = "p") -> dict[str, bool]:
-    snap, view = view_of(objects)
-    mask = feasible_mask(the_pod(snap, name), view)
-    return dict(zip(view.table.names, mask.tolist(), strict=True))
 
 
 def why(objects: list[Obj], node_name: str, name: str = "p") -> str:
