@@ -10,8 +10,9 @@ kube-scheduler's default scoring.
   target and the pool has room left; no target node and no reservation (`EvictDirectly`).
   Upstream's `nodeFit` is off by default, so it is not checked here either.
 - `SpreadScheduler`, the simulated scheduler's replacement for the baseline runs: kube-scheduler's
-  default in-tree filters and scores (`descheduler.fakecluster.stock`: no load filter, no knowledge
-  of Reservations beyond the room they hold).
+  default in-tree filters and scores (`descheduler.fakecluster.stock`, and NodePorts as
+  `scheduler.HostPortUse` has it: no load filter, no knowledge of Reservations beyond the room they
+  hold).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import strategies
 from descheduler.eligibility import eviction_refusal
 from descheduler.fakecluster.apiserver import ApiError
 from descheduler.fakecluster.apiserver.binding import bind_pod
-from descheduler.fakecluster.scheduler import Binding, Scheduler
+from descheduler.fakecluster.scheduler import Binding, HostPortUse, Scheduler
 from descheduler.fakecluster.stock import summary
 from descheduler.model import Pod
 from descheduler.plan import Migration, NodeClass, NodeReport, PodKey, Skip
@@ -159,10 +160,11 @@ class SpreadScheduler(Scheduler):
             )
         )
         stock = self.stock()
+        self._ports = HostPortUse(self.store.list("pods", shared=True))
         done: list[Binding] = []
         for raw in pending:
             namespace, name = raw["metadata"]["namespace"], raw["metadata"]["name"]
-            refused = stock.refusals(raw)
+            refused = self._in_tree_refusals(stock, raw)
             feasible = [node for node in stock.names if node not in refused]
             if not feasible:
                 self.unschedulable[f"{namespace}/{name}"] = summary(len(stock.names), refused)
@@ -174,6 +176,7 @@ class SpreadScheduler(Scheduler):
             except ApiError:
                 continue
             stock.place(raw, node)
+            self._ports.place(raw, node)
             done.append(Binding(namespace, name, node))
         self.bindings += done
         return done

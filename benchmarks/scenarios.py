@@ -23,6 +23,7 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from copy import deepcopy
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -39,6 +40,9 @@ from descheduler.fakecluster.traces import GENAI, TRACES_ENV, diurnal_curve, tra
 from descheduler.fakecluster.usage import diurnal_factor
 
 FAMILIES: tuple[str, ...] = ("bitbrains", "bitbrains-diurnal", "genai-memory", "openb")
+# Families under kube-scheduler's hard rules (benchmarks/zoned.py), run on demand (--family), not in the
+# full quality run.
+CONSTRAINED: tuple[str, ...] = ("bitbrains-diurnal-zoned",)
 
 START = datetime(2026, 1, 15, 0, 0, tzinfo=UTC)  # benchmarks/quality.py START: the simulated day's midnight
 BITBRAINS = "bitbrains-rnd"
@@ -326,13 +330,13 @@ def _node(name: str, cpu: int, memory: int) -> dict[str, Any]:
     }
 
 
-def _workload(pod: PodTrace, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A one-replica ReplicaSet and its (unbound) pod, labelled with the pod's own series."""
+def pod_template(pod: PodTrace, labels: dict[str, str]) -> dict[str, Any]:
+    """The pod template of `pod`'s workload: its requests (limits declared, or kept as the
+    PROVISIONED annotation), its series label and source annotation beside `labels`."""
     requests = {"cpu": f"{pod.cpu_request}m", "memory": _quantity("memory", pod.memory_request)}
     limits = {"memory": _quantity("memory", pod.memory_limit)}
     if pod.cpu_limit is not None:
         limits["cpu"] = f"{pod.cpu_limit}m"
-    labels = {"app": pod.name, SERIES_LABEL: pod.name}
     resources: dict[str, Any] = {"requests": requests}
     annotations = {SOURCE: pod.source}
     if pod.declared:
@@ -340,6 +344,35 @@ def _workload(pod: PodTrace, namespace: str) -> tuple[dict[str, Any], dict[str, 
     else:
         annotations[PROVISIONED] = ", ".join(f"{r}={v}" for r, v in limits.items())
     containers = [{"name": "main", "image": "trace", "resources": resources}]
+    return {
+        "metadata": {"labels": {**labels, SERIES_LABEL: pod.name}, "annotations": annotations},
+        "spec": {"containers": containers},
+    }
+
+
+def template_pod(
+    template: dict[str, Any], name: str, namespace: str, owner: dict[str, Any], uid: str
+) -> dict[str, Any]:
+    """An (unbound) pod of `template`, controlled by `owner` (apiVersion, kind, name, uid)."""
+    meta = template["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+            "labels": dict(meta["labels"]),
+            "annotations": dict(meta["annotations"]),
+            "ownerReferences": [{**owner, "controller": True}],
+        },
+        "spec": deepcopy(template["spec"]),
+    }
+
+
+def _workload(pod: PodTrace, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A one-replica ReplicaSet and its (unbound) pod, labelled with the pod's own series."""
+    template = pod_template(pod, {"app": pod.name})
     owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": pod.name, "uid": f"uid-rs-{pod.name}"}
     rs = {
         "apiVersion": "apps/v1",
@@ -353,34 +386,22 @@ def _workload(pod: PodTrace, namespace: str) -> tuple[dict[str, Any], dict[str, 
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": {"app": pod.name}},
-            "template": {
-                "metadata": {"labels": labels, "annotations": annotations},
-                "spec": {"containers": containers},
-            },
+            "template": template,
         },
     }
-    raw = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{pod.name}-0",
-            "namespace": namespace,
-            "uid": f"uid-pod-{pod.name}",
-            "labels": dict(labels),
-            "annotations": dict(annotations),
-            "ownerReferences": [{**owner, "controller": True}],
-        },
-        "spec": {"containers": containers},
-    }
-    return rs, raw
+    return rs, template_pod(template, f"{pod.name}-0", namespace, owner, f"uid-pod-{pod.name}")
 
 
-def place(nodes: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]]) -> dict[str, str]:
+def place(
+    nodes: Sequence[dict[str, Any]], pods: Sequence[dict[str, Any]], others: Sequence[dict[str, Any]] = ()
+) -> dict[str, str]:
     """Where the simulated stock scheduler (benchmarks.baseline.SpreadScheduler: spreads by requests,
-    knows nothing of usage) binds each pod: pod key -> node; pods it cannot place are absent."""
+    knows nothing of usage, honours kube-scheduler's filters on the pods' rules) binds each pod: pod
+    key -> node; pods it cannot place are absent. `others`: what the filters read besides nodes and
+    pods (PersistentVolumes and their claims)."""
     start = START.timestamp()
     store = Store(clock=lambda: start)
-    store.load([*nodes, *pods])
+    store.load([*nodes, *others, *pods])
     SpreadScheduler(store).step(start)
     out: dict[str, str] = {}
     for pod in store.list("pods"):
@@ -417,17 +438,34 @@ def _assemble(
         node = bound.get(f"{namespace}/{raw['metadata']['name']}")
         if node is None:
             continue  # the stock scheduler could not place it: left out rather than pending
-        raw["spec"]["nodeName"] = node
-        raw["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-        objects += [rs, raw]
-        rule: dict[str, Any] = {"selector": {"matchLabels": {SERIES_LABEL: pod.name}}, "namespace": namespace}
-        rule["memory"] = {"series": _series("memory", pod.memory)}
-        if pod.cpu is not None:
-            rule["cpu"] = {"series": _series("cpu", pod.cpu)}
-        if curves is not None:
-            rule["cpu"]["diurnal"] = {"curve": curves[0]}
-            rule["memory"]["diurnal"] = {"curve": curves[1]}
-        rules.append(rule)
+        objects += [rs, running_on(raw, node)]
+        rules.append(usage_rule(pod, namespace, curves))
+    return scenario_of(family, nodes, seed, objects, rules)
+
+
+def running_on(raw: dict[str, Any], node: str) -> dict[str, Any]:
+    """The pod, bound to `node`, Running and Ready."""
+    raw["spec"]["nodeName"] = node
+    raw["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    return raw
+
+
+def usage_rule(pod: PodTrace, namespace: str, curves: tuple[list[float], list[float]] | None) -> dict[str, Any]:
+    """The usage rule of the pods labelled with `pod`'s series: its trace, times the day shapes."""
+    rule: dict[str, Any] = {"selector": {"matchLabels": {SERIES_LABEL: pod.name}}, "namespace": namespace}
+    rule["memory"] = {"series": _series("memory", pod.memory)}
+    if pod.cpu is not None:
+        rule["cpu"] = {"series": _series("cpu", pod.cpu)}
+    if curves is not None:
+        rule["cpu"]["diurnal"] = {"curve": curves[0]}
+        rule["memory"]["diurnal"] = {"curve": curves[1]}
+    return rule
+
+
+def scenario_of(
+    family: str, nodes: int, seed: int, objects: list[dict[str, Any]], rules: list[dict[str, Any]]
+) -> LoadedScenario:
+    """The scenario of these objects and usage rules, starting at START."""
     raw_scenario = {
         "apiVersion": "descheduler.dev/v1alpha1",
         "kind": "Scenario",
@@ -481,10 +519,19 @@ _BUILDERS: dict[str, Callable[[int, int], LoadedScenario]] = {
 }
 
 
+def _zoned(nodes: int, seed: int) -> LoadedScenario:
+    from benchmarks.zoned import zoned
+
+    return zoned(nodes, seed)
+
+
+_BUILDERS["bitbrains-diurnal-zoned"] = _zoned
+
+
 def build(family: str, nodes: int, seed: int) -> LoadedScenario:
     """A scenario of `family` on `nodes` nodes, the same for the same seed; every pod bound."""
     if family not in _BUILDERS:
-        raise ValueError(f"unknown scenario family {family!r}; allowed: {', '.join(FAMILIES)}")
+        raise ValueError(f"unknown scenario family {family!r}; allowed: {', '.join(FAMILIES + CONSTRAINED)}")
     if nodes < 1:
         raise ValueError(f"nodes must be ≥ 1; got {nodes}")
     return _BUILDERS[family](nodes, seed)
@@ -541,6 +588,10 @@ _DESCRIPTIONS: dict[str, str] = {
 
 def describe(family: str) -> str:
     """What is real and what is derived in `family`, a paragraph for RESULTS.md."""
+    if family == "bitbrains-diurnal-zoned":
+        from benchmarks.zoned import DESCRIPTION
+
+        return DESCRIPTION
     if family not in _DESCRIPTIONS:
-        raise ValueError(f"unknown scenario family {family!r}; allowed: {', '.join(FAMILIES)}")
+        raise ValueError(f"unknown scenario family {family!r}; allowed: {', '.join(FAMILIES + CONSTRAINED)}")
     return _DESCRIPTIONS[family]
