@@ -24,7 +24,17 @@ product. Each behaves as its peer does, weaknesses included: that is the point o
   apply (a PDB refusal skips the pod, as upstream's 429 does). `upstream_policy` turns off the
   migration controller's limits upstream does not have (cooldown, per-workload limits, the
   workload rate limiter, maxMigratingPerNode): upstream evicts through the Eviction API alone.
-- left out: useDeviationThresholds, nodeFit, and the metrics collector's smoothing of node usage
+- `nodeFit` (DefaultEvictor's, default false as its defaults.go sets it and as the Helm chart's
+  policy leaves it): a victim must fit some Ready node other than its own by upstream's `NodeFit`
+  (pkg/descheduler/node/node.go, called through `PodFitsAnyOtherNode` from DefaultEvictor's
+  PreEvictionFilter): nodeSelector and required node affinity, NoSchedule/NoExecute taints, requests
+  and one free pod slot, the node not unschedulable, and no required anti-affinity against the pods on
+  it (here the core's anti-affinity mask, which also looks the other way). It checks no topology
+  spread, pod affinity, host ports or volumes.
+- the evictor is DefaultEvictor's: the product's `evictor` rules without the product's own refusals of
+  pods a scheduling rule pins (`PEER_BLIND`): upstream evicts pods with claims unless ignorePvcPods
+  (default false), local volume or not.
+- left out: useDeviationThresholds and the metrics collector's smoothing of node usage
   (as its Helm chart ships it, a CronJob, each run is a new process that keeps its first reading).
 
 `KoordinatorLowNodeLoad` (peers.md §2), args `lowThresholds`, `highThresholds`, `numberOfNodes`,
@@ -40,10 +50,14 @@ memory 1), `nodeFit` (default true):
   again and it stays a source for the next `ELIGIBLE_AFTER_ACTING` (2) cycles it is high. A node
   that is not high forgets its count.
 - exits: no source, no low node, #low ≤ numberOfNodes, every node low.
-- candidates: evictable pods with a pod metric; with nodeFit, the pod must fit some low node
-  (nodeSelector, required affinity, taints, requests) with that node's usage + the pod's metric ≤
-  its high threshold. The first low node (by name) that passes keeps the pod's usage for the rest
-  of the cycle, even for a pod never moved: Koordinator's hidden headroom reservation.
+- candidates: evictable pods with a pod metric (the evictor as upstream's, above: pods with claims
+  are evicted); with nodeFit, the pod must fit some low node with that node's usage + the pod's
+  metric ≤ its high threshold (low_node_load.go `podFitsAnyNodeWithThreshold`, over the low nodes,
+  calling koordinator's own `NodeFit`, pkg/descheduler/node/node.go: nodeSelector and required node
+  affinity, NoSchedule/NoExecute taints, requests, unschedulable; no pod count, no anti-affinity, no
+  topology spread, pod affinity, host ports or volumes). The first low node (by name) that passes
+  keeps the pod's usage for the rest of the cycle, even for a pod never moved: Koordinator's hidden
+  headroom reservation.
 - one pooled budget B[r] = Σ over low nodes of (high − usage), shared by every source in order.
 - sources by the weighted mean of min(used, allocatable)/allocatable, descending. Victims by
   Koordinator priority class (free < batch < mid < prod: the label koordinator.sh/priority-class,
@@ -74,13 +88,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Self
 
+import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
 import strategies
-from descheduler.eligibility import eviction_refusal
+from descheduler.eligibility import PINNED_BY_VOLUME, VOLUMES_UNREADABLE, eviction_refusal
 from descheduler.migration import limits as migration_limits
 from descheduler.model import (
     ANNOTATION_DELETION_COST,
@@ -94,7 +109,7 @@ from descheduler.policy.fields import NonNegativeInt, PolicyModel, RequiredThres
 from descheduler.priority import BAND_RANK, annotated_cost, priority_band
 from descheduler.refusal import Refusal, define
 from descheduler.resources import Resources
-from descheduler.scheduling.predicates import fit_mask, selector_mask, taint_mask
+from descheduler.scheduling.predicates import anti_affinity_mask, fit_mask, selector_mask, taint_mask
 from descheduler.scheduling.table import METRIC_FRESH
 from descheduler.strategy import PlanContext, StrategyResult
 
@@ -106,6 +121,11 @@ MEASURED = ("cpu", "memory")  # what metrics.k8s.io and the NodeMetric report
 
 _QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 
+# The product's refusals of pods a scheduling rule pins to their node: neither peer has them.
+PEER_BLIND = frozenset({PINNED_BY_VOLUME, VOLUMES_UNREADABLE})
+FITS_NO_OTHER_NODE = define(
+    "FitsNoOtherNode", "fits no other Ready node by upstream's NodeFit (DefaultEvictor nodeFit)"
+)
 TOLERATES_NO_UNDER_NODE = define("ToleratesNoUnderNode", "tolerates the taints of no underutilized node")
 NO_POD_METRICS = define("NoPodMetrics", "no pod metric for the pod")
 FITS_NO_LOW_NODE = define(
@@ -139,6 +159,7 @@ class UpstreamArgs(PolicyModel):
     number_of_nodes: NonNegativeInt = 0
     metrics_utilization: MetricsUtilization | None = None
     eviction_limits: EvictionLimits | None = None
+    node_fit: bool = False  # DefaultEvictor's nodeFit (its default)
     # Not upstream's: upstream sorts victims with sort.Slice, which is not stable, so equally ranked
     # pods come in an order that varies from run to run. With a seed, they are shuffled (by the seed,
     # the node and the cycle's instant) before the stable sort; without one, they keep listing order.
@@ -244,13 +265,22 @@ def _skip(result: StrategyResult, strategy: str, pod: Pod, node: str, refusal: R
     result.skipped.append(Skip(pod=PodKey.of(pod), refusal=refusal, strategy=strategy, node=node))
 
 
+def peer_eviction_refusal(ctx: PlanContext, pod: Pod) -> Refusal | None:
+    """DefaultEvictor's answer: the policy's `evictor` rules, but not the product's refusals of pods a
+    rule pins (PEER_BLIND), which neither peer makes."""
+    refusal = eviction_refusal(pod, ctx.snapshot, ctx.policy.evictor)
+    if refusal is None or refusal.code not in PEER_BLIND:
+        return refusal
+    return eviction_refusal(pod, replace(ctx.snapshot, pvs={}, volumes_unreadable=""), ctx.policy.evictor)
+
+
 def _evictable(ctx: PlanContext, node: str, strategy: str, result: StrategyResult) -> list[Pod]:
-    """The node's pods the evictor lets go (DefaultEvictor's rules: the policy's `evictor`)."""
+    """The node's pods the evictor lets go (DefaultEvictor's rules: `peer_eviction_refusal`)."""
     out = []
     for pod in ctx.snapshot.pods_by_node.get(node, ()):
         if pod.terminal or ctx.view.node_of(pod) != node:
             continue
-        refusal = ctx.moving_refusal(pod) or eviction_refusal(pod, ctx.snapshot, ctx.policy.evictor)
+        refusal = ctx.moving_refusal(pod) or peer_eviction_refusal(ctx, pod)
         if refusal is not None:
             _skip(result, strategy, pod, node, refusal)
             continue
@@ -343,6 +373,22 @@ def _tolerated_by_some(ctx: PlanContext, under: Sequence[PeerNode]) -> Callable[
     return check
 
 
+def _fits_any_other_node(ctx: PlanContext, pod: Pod, row: int) -> bool:
+    """Upstream's PodFitsAnyOtherNode over the Ready nodes (node.go `NodeFit`)."""
+    view, table = ctx.view, ctx.table
+    ready = np.array([ctx.snapshot.node_by_name[name].ready for name in table.names], dtype=np.bool_)
+    fits = (
+        ready
+        & table.schedulable
+        & selector_mask(pod, view)
+        & taint_mask(pod, view)
+        & fit_mask(pod, view)
+        & anti_affinity_mask(pod, view)
+    )
+    fits[row] = False
+    return bool(fits.any())
+
+
 def upstream_order(pod: Pod) -> tuple[bool, int, int, bool]:
     """SortPodsBasedOnPriorityLowToHigh (no priority first), then prefer-no-eviction last."""
     return (
@@ -380,6 +426,9 @@ def _upstream_relieve(
             break
         if not tolerated(pod):
             _skip(result, UPSTREAM, pod, node.name, Refusal(code=TOLERATES_NO_UNDER_NODE))
+            continue
+        if args.node_fit and not _fits_any_other_node(ctx, pod, node.row):
+            _skip(result, UPSTREAM, pod, node.name, Refusal(code=FITS_NO_OTHER_NODE))
             continue
         usage = _upstream_pod_usage(ctx, pod, resources, metrics)
         if usage is None:
