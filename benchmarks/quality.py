@@ -131,6 +131,9 @@ SMOKE_NODES = 8
 MINIMUM_SECONDS = 30.0  # the solver's time for one node's minimum; past it, its bound below
 SLOW_CONTENDERS = ("lnuMetrics", "koordinator", "ours")  # the most moves, so the most busy steps: run first
 FLAP_SECONDS = 3600.0  # a replacement moved again sooner than this counts as ping-pong
+# A replacement Pending longer than this (from its creation, or the eviction if later, until it is bound)
+# is stranded (issue 60: the alert's minute).
+STRANDED_SECONDS = 60.0
 CHARTS = Path(__file__).resolve().parent
 CHART_BUCKET_HOURS = 0.5  # the picture: hot nodes averaged per half hour
 
@@ -440,6 +443,7 @@ class SeenPod:
     created: float
     bound: float  # seconds since the run began, when first seen bound
     ready: float | None = None  # when first seen Ready (None: not yet)
+    scheduled: float | None = None  # when it was bound (its PodScheduled condition), if it says
 
 
 # Every job that evicted: (name, job, evicted at, its replacement as first seen bound, or None)
@@ -548,10 +552,14 @@ class QualitySimulation(Simulation):
                 self._not_ready.discard(meta["uid"])
             if not node or meta.get("uid") in self.seen:
                 continue
-            owner = next((r.get("uid", "") for r in meta.get("ownerReferences") or [] if r.get("controller")), "")
             created = _seconds(meta.get("creationTimestamp"), self.record.began)
             self.seen[meta["uid"]] = SeenPod(
-                f"{meta['namespace']}/{meta['name']}", node, owner, created if created is not None else 0.0, elapsed
+                f"{meta['namespace']}/{meta['name']}",
+                node,
+                _controller_uid(pod),
+                created if created is not None else 0.0,
+                elapsed,
+                scheduled=_scheduled_at(pod, self.record.began),
             )
             if is_ready(pod):
                 self.seen[meta["uid"]].ready = elapsed
@@ -630,15 +638,18 @@ class QualitySimulation(Simulation):
     def scored_moves(self, moves: Replacements) -> Replacements:
         return [move for move in moves if move[2] >= self.scored_from]
 
-    def scored_phases(self) -> dict[str, int]:
-        """The final phase of every job created in the scored span."""
-        jobs = [
+    def scored_jobs(self) -> list[dict[str, Any]]:
+        """Every job created in the scored span."""
+        return [
             job
             for job in self.record.jobs.values()
             if (_seconds((job.get("metadata") or {}).get("creationTimestamp"), self.record.began) or 0.0)
             >= self.scored_from
         ]
-        return dict(sorted(Counter(phase(job) for job in jobs).items()))
+
+    def scored_phases(self) -> dict[str, int]:
+        """The final phase of every job created in the scored span."""
+        return dict(sorted(Counter(phase(job) for job in self.scored_jobs()).items()))
 
     def _replacements(self) -> Replacements:
         """Every job that evicted, in eviction order: (name, job, evicted at, its replacement as first
@@ -694,6 +705,43 @@ class QualitySimulation(Simulation):
                 found.append(f"{name}: moves {key} again {(evicted - bound) / 60:.0f} min after {placed} placed it")
         return found
 
+    def stranded(self, moves: Replacements) -> list[str]:
+        """Moves whose replacement was Pending longer than STRANDED_SECONDS: bound that much after it was
+        created (or after the eviction, if created before it), or still unbound at the run's end, or
+        never created that long after the eviction."""
+        end = self.cluster.now - self.record.began
+        unbound: dict[str, list[float]] = {}  # owner uid -> creation of its pods unbound at the end
+        for pod in self.cluster.store.list("pods", shared=True):
+            meta = pod["metadata"]
+            if (pod.get("spec") or {}).get("nodeName") or meta.get("deletionTimestamp"):
+                continue
+            created = _seconds(meta.get("creationTimestamp"), self.record.began)
+            unbound.setdefault(_controller_uid(pod), []).append(created if created is not None else 0.0)
+        found: list[str] = []
+        for name, job, evicted, seen in moves:
+            if seen is not None:
+                bound = seen.scheduled if seen.scheduled is not None else seen.bound
+                waited = bound - max(seen.created, evicted)
+                if waited > STRANDED_SECONDS:
+                    found.append(f"{name}: {seen.key} Pending {waited:.0f} s before it was bound on {seen.node}")
+                continue
+            owner = ((job.get("status") or {}).get("workload") or {}).get("uid", "")
+            pending = [created for created in unbound.get(owner, []) if created >= evicted - 1]
+            since = min(pending) if pending else evicted
+            if end - since > STRANDED_SECONDS:
+                what = "Pending" if pending else "none created"
+                found.append(f"{name}: no replacement bound {(end - evicted) / 60:.0f} min after the eviction ({what})")
+        return found
+
+    def back_to_source(self, moves: Replacements) -> list[str]:
+        """Moves whose replacement was bound on the node its pod was evicted from."""
+        found: list[str] = []
+        for name, _, _, seen in moves:
+            source = self.record.sources.get(name, "")
+            if seen is not None and source and seen.node == source:
+                found.append(f"{name}: the replacement {seen.key} came back to {source}")
+        return found
+
     def hot_spells(self, moves: Replacements | None = None) -> list[Spell]:
         """Every stretch of consecutive samples a node was hot, in order of start."""
         cycle_times = [c.seconds for c in self.record.cycles]
@@ -735,6 +783,42 @@ class QualitySimulation(Simulation):
         for node in list(open_):
             close(node)
         return sorted(spells, key=lambda s: (s.start, s.node))
+
+
+def _controller_uid(pod: dict[str, Any]) -> str:
+    refs = pod["metadata"].get("ownerReferences") or []
+    return str(next((r.get("uid", "") for r in refs if r.get("controller")), ""))
+
+
+def _scheduled_at(pod: dict[str, Any], began: float) -> float | None:
+    """When the pod was bound, by its PodScheduled condition (seconds since `began`)."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "True":
+            return _seconds(condition.get("lastTransitionTime"), began)
+    return None
+
+
+def evictions_by_rule(moves: Replacements) -> dict[str, int]:
+    """The evicted pods by the scheduling rule they are under (benchmarks.zoned's names); {} when none is."""
+    from benchmarks.zoned import rule_of
+
+    rules = Counter(
+        rule_of(str(((job.get("spec") or {}).get("podRef") or {}).get("name", ""))) for _, job, _, _ in moves
+    )
+    return dict(sorted(rules.items())) if set(rules) - {"none"} else {}
+
+
+def failures(jobs: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Failed or Aborted jobs by their status reason."""
+    return dict(
+        sorted(
+            Counter(
+                f"{phase(job)} {(job.get('status') or {}).get('reason') or '?'}"
+                for job in jobs
+                if phase(job) in ("Failed", "Aborted")
+            ).items()
+        )
+    )
 
 
 def _first_at(events: Iterable[tuple[float, str]]) -> dict[str, float]:
@@ -824,6 +908,8 @@ def run_one(
     spells = simulation.hot_spells(replacements)
     phases = simulation.scored_phases()
     samples, _ = simulation.scored()
+    stranded = simulation.stranded(moves)
+    back = simulation.back_to_source(moves)
     out: dict[str, Any] = {
         "seconds": contender.seconds,
         "evictions": len(moves),
@@ -832,6 +918,11 @@ def run_one(
         "failedOrAborted": phases.get("Failed", 0) + phases.get("Aborted", 0),
         "pingPong": len(ping_pong),
         "pingPongDetails": ping_pong[:10],
+        "stranded": len(stranded),
+        "strandedDetails": stranded[:10],
+        "backToSource": len(back),
+        "backToSourceDetails": back[:10],
+        "failures": failures(simulation.scored_jobs()),
         "movedMoreThanOnce": simulation.moved_more_than_once(),
         "unreadyPodSecondsPerMove": _mean(simulation.unready_seconds(moves)),
         "hotNodeMinutes": simulation.hot_node_minutes(),
@@ -847,6 +938,9 @@ def run_one(
         "wallSeconds": round(time.perf_counter() - started, 1),
         "moveSources": simulation.move_sources(moves),  # for move_causes; not kept in the results
     }
+    by_rule = evictions_by_rule(moves)
+    if by_rule:
+        out["evictionsByRule"] = by_rule
     if keep:
         assert isinstance(record, QualityRecord) and record.minimum is not None
         out["minimum"] = record.minimum.solve()
@@ -1215,7 +1309,7 @@ def save_document(document: dict[str, Any], path: Path, *, measured_now: bool) -
 
 
 # What RESULTS.md does not show of a run, left out of results.json (the saved runs keep it).
-UNRECORDED = ("hotSeries", "pingPongDetails", "jobs")
+UNRECORDED = ("hotSeries", "pingPongDetails", "jobs", "strandedDetails", "backToSourceDetails")
 
 
 def record(run: dict[str, Any], results_json: Path, results_md: Path) -> dict[str, Any]:
