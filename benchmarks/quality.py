@@ -1072,6 +1072,8 @@ def grouped(runs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
         "movedMoreThanOnce",
         "worstP99",
         "unreadyPodSecondsPerMove",
+        "stranded",
+        "backToSource",
     )
     out = dict(members[0])
     out["ranges"] = {}
@@ -1478,6 +1480,61 @@ HEADER = [
 ]
 
 
+CONSTRAINED_HEADER = [
+    "scenario",
+    "contender (cycle)",
+    "evictions",
+    "by rule",
+    "failed jobs",
+    "stranded > 60 s",
+    "back to source",
+    "hot-node-minutes",
+    "ping-pong",
+]
+
+
+def constrained_rows(scenario: dict[str, Any]) -> list[list[str]]:
+    """The constrained table's rows of a scenario whose runs counted evictions by rule ([] otherwise)."""
+    runs = scenario["runs"]
+    if not any("evictionsByRule" in run for run in runs.values()):
+        return []
+    rows = []
+    for key in ("ours", *PEERS):
+        if key not in runs:
+            continue
+        row = grouped(runs, key)
+        members = [run for name, run in runs.items() if name == key or name.startswith(f"{key}#")]
+        rules = Counter[str]()
+        failed = Counter[str]()
+        for run in members:
+            rules.update(run.get("evictionsByRule", {}))
+            failed.update(run.get("failures", {}))
+        per = len(members)
+        by_rule = ", ".join(f"{rule} {count / per:g}" for rule, count in sorted(rules.items())) or "—"
+        failures = ", ".join(f"{reason} {count}" for reason, count in sorted(failed.items())) or "0"
+        ranges = row.get("ranges", {})
+
+        def figure(name: str, run: dict[str, Any] = row, spans: dict[str, Any] = ranges) -> str:
+            low, high = spans.get(name, (None, None))
+            spread = f" ({low:g}–{high:g})" if low is not None and low != high else ""
+            return f"{run.get(name, 0):g}{spread}"
+
+        rows.append(
+            [
+                scenario["name"],
+                f"{LABELS[key]} ({_cycle(SHIPPED_SECONDS[key])}{_tie_orders(key, row)})",
+                figure("evictions"),
+                by_rule,
+                failures,
+                figure("stranded"),
+                figure("backToSource"),
+                f"{row['hotNodeMinutes']:.0f}",
+                figure("pingPong"),
+            ]
+        )
+    return rows
+
+
 def _cycle(seconds: float) -> str:
     return f"{seconds:g} s" if seconds < 60 else f"{seconds / 60:g} min"
 
@@ -1497,8 +1554,10 @@ def render_quality(run: dict[str, Any]) -> str:
     from benchmarks.scenarios import describe
 
     shipped_rows, uniform_rows, curve_rows, pictures = [], [], [], []
+    rule_rows: list[list[str]] = []
     for s in run.get("scenarios", []):
         runs = s["runs"]
+        rule_rows += constrained_rows(s)
         minimum = runs["off"]["minimum"]
         floor = runs["off"].get("reactionFloor")
         label = (
@@ -1539,6 +1598,19 @@ def render_quality(run: dict[str, Any]) -> str:
         ]
     if curve_rows:
         text += ["#### The curves' points (day 2 of 2)", "", markdown_table(HEADER, curve_rows), ""]
+    if rule_rows:
+        text += [
+            "#### Moves under kube-scheduler's hard rules (constrained scenarios, day 2 of 2)",
+            "",
+            markdown_table(CONSTRAINED_HEADER, rule_rows),
+            "",
+            "Evicted pods by the rule they are under (spread: zone topology spread; zonal and local: a "
+            "PersistentVolume with a zone or node affinity; hostport: a hostPort), failed jobs by their reason, "
+            f"replacements Pending more than {STRANDED_SECONDS:g} s after their creation (or their eviction, if "
+            "later) until bound or the run's end (stranded), and replacements bound back on the node their pod "
+            "was evicted from. Upstream's row is the median over its tie orders; its failed jobs, the sum.",
+            "",
+        ]
     text += [
         "Hot nodes over the scored day, one line per contender as it ships, and churn against heat where swept "
         "(with the targets each scenario missed):",

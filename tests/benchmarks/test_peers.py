@@ -410,3 +410,54 @@ def test_peer_policies_set_the_migration_limits_of_their_peer() -> None:
     )
     with pytest.raises(ValueError, match="migration"):
         koordinator_policy("60s", {"cpu": 40}, {"cpu": 60}, "migration: {cooldown: 0s}\n")
+
+
+# --- what the peers' evictor and nodeFit check (constrained scenarios) --------------------------
+
+
+def _pinned_by_local_volume() -> list[Obj]:
+    """A hot node whose one pod keeps its claim on a local volume there; a cool node."""
+    claimed = {
+        "name": "db-0",
+        "owner": "db",
+        "owner_kind": "StatefulSet",
+        "cpu": "2",
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}],
+    }
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["hot"]}]}
+    return [
+        *b.loaded_node("hot", [(claimed, "3")], cpu="4"),
+        *b.loaded_node("cool", [], cpu="10"),
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data-db-0", "namespace": "default"},
+            "spec": {"volumeName": "local-hot"},
+            "status": {"phase": "Bound"},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "local-hot"},
+            "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [term]}}},
+        },
+    ]
+
+
+def test_both_peers_evict_a_pod_its_local_volume_pins_which_ours_keeps() -> None:
+    objects = _pinned_by_local_volume()
+    assert _moved(_plan(objects, _upstream(mode="metrics"))) == ["db-0"]
+    assert _moved(_plan(objects, _koord(**_now_acting()))) == ["db-0"]
+    ours = _plan(objects, b.policy(b.lnl_policy(low={"cpu": 50}, high={"cpu": 60})))
+    assert _moved(ours) == [] and _codes(ours)["db-0"] == "PinnedByVolume"
+
+
+@pytest.mark.parametrize(("node_fit", "moved"), [("false", ["pinned"]), ("true", [])])
+def test_upstream_node_fit_keeps_a_pod_whose_node_selector_fits_no_other_node(node_fit: str, moved: list[str]) -> None:
+    pinned = _pod("pinned", "2", node_selector={"kubernetes.io/hostname": "hot"})
+    objects = b.loaded_node("hot", [(pinned, "3")], cpu="4", labels={"kubernetes.io/hostname": "hot"})
+    objects += b.loaded_node("cool", [], cpu="10", labels={"kubernetes.io/hostname": "cool"})
+    plan = _plan(objects, _upstream(mode="metrics", nodeFit=node_fit))
+    assert _moved(plan) == moved
+    if not moved:
+        assert _codes(plan)["pinned"] == "FitsNoOtherNode"
