@@ -216,6 +216,12 @@ def test_an_ephemeral_volume_whose_new_volume_cannot_be_placed_is_not_judged(cla
         ({ZONE: "us-west1-a__us-west1-b"}, {ZONE: "us-west1-b"}, True),  # TestMultiZone: a set of zones
         ({ZONE: "us-west1-a__us-west1-b"}, {ZONE: "us-west1-c"}, False),
         ({ZONE: "us-west1-a"}, {"uselessLabel": "none"}, True),  # "node without topology labels"
+        (
+            {ZONE: "us-west1-a", REGION: "us-west1-a"},
+            {ZONE: "us-west1-a"},
+            False,
+        ),  # "pv with zone and region, node with only zone"
+        ({ZONE: "us-west1-a"}, {BETA_ZONE: "us-west1-a"}, False),  # "pv with zone,node with beta zone"
     ],
 )
 def test_volume_zone(pv_labels: dict[str, str], node_labels: dict[str, str], passes: bool) -> None:
