@@ -157,26 +157,28 @@ def _pod_counts(
         table.rule_cache[cache_key] = base
     assert isinstance(base, np.ndarray)
     counts: IntArray = base.copy()
-    by_key = _by_key(table)
 
     def add(node: str, sign: int) -> None:
         row = table.index.get(node)
         if row is not None:
             counts[row] += sign
 
-    # The view's moves of the pods `matches` selects; those are among `pods`, so walk the shorter.
+    # The view's moves of the pods `matches` selects, and the incoming pod's old self: both are among
+    # `pods` when it is a list (walked instead of indexing every pod of the snapshot by key).
     location = view.location
-    if isinstance(pods, Sequence) and len(pods) < len(location):
-        moves = [(p.key, node) for p in pods if (node := location.get(p.key)) is not None]
+    own: Pod | None
+    if isinstance(pods, Sequence):
+        moves = [(p, node) for p in pods if (node := location.get(p.key)) is not None]
+        own = next((p for p in pods if p.key == incoming.key), None)
     else:
-        moves = list(location.items())
-    for key, node in moves:
-        moved = by_key.get(key)
+        by_key = _by_key(table)
+        moves = [(by_key.get(key), node) for key, node in location.items()]
+        own = by_key.get(incoming.key)
+    for moved, node in moves:
         if moved is None or (moved.key == incoming.key and not keep_self) or not matches(moved):
             continue
         add(_base_node(table, moved), -1)
         add(node, 1)
-    own = by_key.get(incoming.key)
     if own is not None and not keep_self and matches(own):
         add(_base_node(table, own), -1)  # where the base counted it; the view's move of it is skipped above
     return counts
