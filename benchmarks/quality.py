@@ -1345,6 +1345,29 @@ def record(run: dict[str, Any], results_json: Path, results_md: Path) -> dict[st
     return entry
 
 
+CONSTRAINED_SECTION = "quality-constrained"
+CONSTRAINED_TITLE = (
+    "### Decision quality under kube-scheduler's hard rules: the constrained scenarios, run apart "
+    "(`quality --family bitbrains-diurnal-zoned`, issue 60)"
+)
+
+
+def record_section(run: dict[str, Any], results_json: Path, results_md: Path) -> str:
+    """`run` (a merge of saved runs of the constrained scenarios, which the full quality run leaves out) as
+    a section of its own in `results_json`, and `results_md` rendered again; the section's text."""
+    from benchmarks.run import BENCHMARKS, load_results, render, save_results
+
+    stamps = sorted(
+        {f"{r['measured']['commit']} ({r['measured']['date']})" for s in run["scenarios"] for r in s["runs"].values()}
+    )
+    text = "\n".join([CONSTRAINED_TITLE, "", f"Measured at {', '.join(stamps)}.", "", render_quality(run)])
+    results = load_results(results_json)
+    results.setdefault("sections", {})[CONSTRAINED_SECTION] = text
+    save_results(results, results_json)
+    results_md.write_text(render(results, BENCHMARKS))
+    return text
+
+
 def _run_order(name: str) -> tuple[int, str]:
     """Runs in LABELS' order of their contender, then by name."""
     base = name.split("#")[0].split("@")[0].split("~")[0]
@@ -1666,13 +1689,18 @@ def main() -> None:
         help="combine earlier runs' JSON (of two runs of a name, the one measured later) instead of running",
     )
     parser.add_argument(
+        "--record-section",
+        action="store_true",
+        help="with --merge of constrained scenarios' runs: store them as a section of their own of RESULTS.md",
+    )
+    parser.add_argument(
         "--record",
         action="store_true",
         help="with --merge: store the merge as the quality benchmark's result in results.json and render RESULTS.md",
     )
     args = parser.parse_args()
-    if args.record and not args.merge:
-        parser.error("--record stores a merge: name the saved runs with --merge")
+    if (args.record or args.record_section) and not args.merge:
+        parser.error("--record and --record-section store a merge: name the saved runs with --merge")
     configure_logging("warning")  # on stderr, so stdout is the JSON and the table
     if args.merge:
         decoder = json.JSONDecoder()
@@ -1701,10 +1729,10 @@ def main() -> None:
             uniform_sizes=() if args.no_uniform else UNIFORM_SIZES,
             sweep_sizes=args.sweep,
         )
-    if args.record:
+    if args.record or args.record_section:
         from benchmarks.run import RESULTS_JSON, RESULTS_MD
 
-        record(run, RESULTS_JSON, RESULTS_MD)
+        (record if args.record else record_section)(run, RESULTS_JSON, RESULTS_MD)
     if args.save:
         save_document(run, args.save, measured_now=not args.merge)
     print(json.dumps(run, indent=1, default=str))

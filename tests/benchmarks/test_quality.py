@@ -42,6 +42,7 @@ from benchmarks.quality import (
     ours_policy,
     plan_runs,
     record,
+    record_section,
     removals_needed,
     render_quality,
     run_one,
@@ -648,3 +649,30 @@ def test_a_saved_document_stamps_runs_measured_now_and_merges_back(tmp_path: Pat
     runs = saved["scenarios"][0]["runs"]
     assert runs["ours"]["measured"] == earlier and set(runs["off"]["measured"]) == {"commit", "date"}
     assert merge_results([saved], tmp_path)["scenarios"][0]["runs"]["ours"]["evictions"] == 3
+
+
+def test_a_constrained_merge_is_a_section_of_its_own_with_its_moves_by_rule(tmp_path: Path) -> None:
+    stamp = {"commit": "abc1234", "date": "2026-12-08 00:00 UTC"}
+    off = _run(0, 1000, None) | {"minimum": {"moves": 10, "exact": True}, "hotSeries": [(0.0, 1)], "measured": stamp}
+    rules = {"evictionsByRule": {"local": 2, "none": 8}, "measured": stamp, "hotSeries": [(0.0, 0)]}
+    runs = {
+        "off": off,
+        "ours": _run(10, 40, stranded=0, backToSource=0, failures={}, **rules),
+        "lnuMetrics": _run(12, 90, stranded=1, backToSource=5, failures={}, **rules),
+        "lnuMetrics#2": _run(14, 95, stranded=3, backToSource=7, failures={"Failed X": 1}, **rules),
+    }
+    document = {"scenarios": [{"name": "bitbrains-diurnal-zoned-50", "family": "bitbrains-diurnal-zoned", "nodes": 50,
+                               "pods": 600, "seed": 1, "hours": 48.0, "scoredHours": 24.0, "runs": runs}]}  # fmt: skip
+    results_json, results_md = tmp_path / "results.json", tmp_path / "RESULTS.md"
+    results_json.write_text(json.dumps({"benchmarks": {"decode": {"date": "d", "runs": [{"seconds": 1.0}]}}}))
+    record_section(merge_results([document], tmp_path), results_json, results_md)
+    stored = json.loads(results_json.read_text())
+    assert "quality" not in stored["benchmarks"] and "quality-constrained" in stored["sections"]
+    text = results_md.read_text()
+    assert "Measured at abc1234 (2026-12-08 00:00 UTC)." in text
+    assert (
+        "| bitbrains-diurnal-zoned-50 | ours (LowNodeLoad) (1 min) | 10 | local 2, none 8 | 0 | 0 | 0 | 40 | 0 |"
+        in text
+    )
+    # upstream: the median over its tie orders, the range beside it; failed jobs summed
+    assert "| 13 (12–14) | local 2, none 8 | Failed X 1 | 2 (1–3) | 6 (5–7) | 92 | 0 |" in text
