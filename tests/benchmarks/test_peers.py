@@ -22,6 +22,7 @@ from descheduler.plan import Plan
 from descheduler.plan_cycle import Cycle, plan_cycle
 from descheduler.policy import Policy
 from tests import builders as b
+from tests.strategies import test_lownodeload_volumes as volumes
 
 Obj = dict[str, Any]
 LIMITS = "evictor: {minReplicas: 1}\nlimits: {maxEvictionsPerCycle: 10, maxEvictionsPerNode: 2}\n"
@@ -417,30 +418,12 @@ def test_peer_policies_set_the_migration_limits_of_their_peer() -> None:
 
 def _pinned_by_local_volume() -> list[Obj]:
     """A hot node whose one pod keeps its claim on a local volume there; a cool node."""
-    claimed = {
-        "name": "db-0",
-        "owner": "db",
-        "owner_kind": "StatefulSet",
-        "cpu": "2",
-        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}],
-    }
-    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["hot"]}]}
+    claimed = {**volumes.claimed("db-0", "data-db-0"), "cpu": "2"}
     return [
         *b.loaded_node("hot", [(claimed, "3")], cpu="4"),
         *b.loaded_node("cool", [], cpu="10"),
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": "data-db-0", "namespace": "default"},
-            "spec": {"volumeName": "local-hot"},
-            "status": {"phase": "Bound"},
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": "local-hot"},
-            "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [term]}}},
-        },
+        volumes.pvc("data-db-0", "local-hot"),
+        volumes.pv("local-hot", volumes.HOSTNAME, "hot"),
     ]
 
 
