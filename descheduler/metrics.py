@@ -30,7 +30,8 @@ CYCLE_DURATION = Histogram(
 )
 MIGRATIONS = Counter(
     "descheduler_migrations_total",
-    "Pod migrations by strategy and result (planned, submitted, succeeded, failed, aborted).",
+    "Pod migrations by strategy and result (planned, submitted, succeeded, failed, aborted; elsewhere: failed "
+    "because the replacement was bound elsewhere than planned, off its Reservation or back on its source).",
     ["strategy", "result"],
     registry=REGISTRY,
 )
@@ -154,6 +155,13 @@ SOURCE_TAINTS = Counter(
     registry=REGISTRY,
 )
 
+REPLACEMENT_PENDING = Gauge(
+    "descheduler_replacement_pending_seconds",
+    "How long the longest-waiting replacement of a pod the descheduler evicted has been Pending since that "
+    "eviction, as of the last cycle (0: none is Pending).",
+    registry=REGISTRY,
+)
+
 # Results known in advance start at 0, so rate() and increase() see the first one (a counter
 # born at 1 shows no increase) and dashboards show 0 rather than no data.
 for _result in ("planned", "skipped", "error"):
@@ -227,6 +235,27 @@ EXTENDER_BINDS_REFUSED = Counter(
     ["reason"],
     registry=REGISTRY,
 )
+
+EXTENDER_RESERVATIONS_FAILED = Counter(
+    "descheduler_extender_reservations_failed_total",
+    "Reservations the extender failed so that their job ends at once, by reason (ReplacementElsewhere: the "
+    "replacement was bound on another node; ReservedNodeRefused: kube-scheduler's own filters refused the "
+    "reserved node for it).",
+    ["reason"],
+    registry=REGISTRY,
+)
+EXTENDER_LOAD_FILTER_WAIVED = Counter(
+    "descheduler_extender_load_filter_waived_total",
+    "Filter answers that passed nodes only the load filter refused, because it refused every node kube-scheduler "
+    "passed (the pod would have stayed Pending where kube-scheduler alone binds it), by pod (owner: it owns a "
+    "Reservation, a moved pod's replacement; other).",
+    ["pod"],
+    registry=REGISTRY,
+)
+for _reason in ("ReplacementElsewhere", "ReservedNodeRefused"):
+    EXTENDER_RESERVATIONS_FAILED.labels(_reason)
+for _kind in ("owner", "other"):
+    EXTENDER_LOAD_FILTER_WAIVED.labels(_kind)
 
 
 def sample(name: str, labels: dict[str, str] | None = None) -> float:

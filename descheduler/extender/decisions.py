@@ -13,7 +13,8 @@ says whether preempting pods on the node could help (FailedNodes) or not
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Final
 
 import numpy as np
 
@@ -116,14 +117,33 @@ def filter_rows(pod: Pod, view: ClusterView, rows: IntArray) -> FilterDecision:
     """The extender's filter over table `rows`, in the order of scheduling-core.md §2."""
     owned, steer = steering(pod, view)
     out = Reasons(len(rows))
-    # Without the pod-level rules (NodePorts, required pod affinity, topology spread): kube-scheduler
-    # ran them before calling us, on fresher data, and a node refused here for them would be one we
-    # judged on stale counts (scheduling-core.md §2: the extender applies what is ours).
-    found = predicates.checks(pod, view, owned=owned, pod_level=False)
+    # Without the pod-level rules (NodePorts, inter-pod affinity and anti-affinity, topology spread):
+    # kube-scheduler ran them before calling us, on fresher data, and a node refused here for them
+    # would be one we judged on stale counts (scheduling-core.md §2: the extender applies what is ours).
+    found = replace(predicates.checks(pod, view, owned=owned, pod_level=False), anti_affinity=None)
     if not found.passed().take(rows).all():  # else no stage refuses a row (a changed row mostly passes)
         for stage in found.stages(rows):
             out.stage(stage, rows)
     return out.decision(_steer(steer, view.table, rows, out))
+
+
+# What the load filter refuses for (scheduling-core.md §3): over a threshold, or a metric too old.
+LOAD_REFUSALS: Final = frozenset({*predicates.LOAD_CODES, predicates.METRIC_EXPIRED_CODE})
+
+
+def waive_load(decision: FilterDecision) -> FilterDecision | None:
+    """When every candidate is refused, and some only by the load filter, those pass: answered as if
+    the extender were not there, since refusing them keeps the pod Pending where kube-scheduler alone
+    would bind it (scheduling-core.md §2), and nothing else would make room (a cluster autoscaler
+    simulates kube-scheduler's filters, not ours). None when that is not the case."""
+    reason = decision.reason
+    if not reason.size or (reason < 0).any():
+        return None
+    load = np.array([r.code in LOAD_REFUSALS for r in decision.refusals], dtype=np.bool_)
+    only_load = load[reason]
+    if not only_load.any():
+        return None
+    return replace(decision, reason=np.where(only_load, -1, reason))
 
 
 def _steer(steer: Sequence[Reservation], table: NodeTable, rows: IntArray, out: Reasons) -> int:

@@ -12,6 +12,10 @@
 - Fail at binding: the second time (say the room's node no longer passes for the pod), the oldest
   Available Reservation of that owner is failed (`Failed`, reason `ReplacementElsewhere`), so the
   controller decides its job at once instead of at the TTL.
+- Fail at filtering: kube-scheduler calls the extender after its own filters, with the nodes they
+  passed; a replacement whose Reservation's node is not among them can never land there, so the
+  Reservation is failed (`Failed`, reason `ReservedNodeRefused`, `refuse`): the controller fails the
+  job at once, and the room no longer holds the pod to that node.
 
 `choose_for_binding` decides (pure); `ReservationWriter` reads and writes the API.
 """
@@ -29,17 +33,16 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from descheduler import decode
+from descheduler import decode, metrics
 from descheduler.errors import ClusterUnreachableError
 from descheduler.kube.client import KubeApiError, KubeClient
-from descheduler.migration.objects import API_VERSION, RESERVATIONS
+from descheduler.migration.objects import API_VERSION, REPLACEMENT_ELSEWHERE, RESERVATIONS, RESERVED_NODE_REFUSED
 from descheduler.model import Node, Pod, Reservation
 from descheduler.timestamps import parse_time
 
 log = logging.getLogger(__name__)
 
 RESERVATIONS_PATH: Final = f"/apis/{API_VERSION}/{RESERVATIONS}"
-REPLACEMENT_ELSEWHERE: Final = "ReplacementElsewhere"
 CONFLICT_RETRIES: Final = 5
 SENT_BACK_REMEMBERED: Final = 4096  # (pod, Reservation) pairs already refused once, newest kept
 _EPOCH: Final = datetime.min.replace(tzinfo=UTC)
@@ -125,6 +128,15 @@ def failed_status(status: dict[str, Any], pod: Pod, node: str) -> dict[str, Any]
     }
 
 
+def refused_status(status: dict[str, Any], pod: Pod, node: str) -> dict[str, Any]:
+    return {
+        **status,
+        "phase": "Failed",
+        "reason": RESERVED_NODE_REFUSED,
+        "message": f"kube-scheduler's filters refused reserved node {node} for the replacement {pod.key}",
+    }
+
+
 def acknowledged_status(status: dict[str, Any], identity: str) -> dict[str, Any]:
     return {**status, "phase": "Available", "acknowledgedBy": identity}
 
@@ -198,27 +210,41 @@ class ReservationWriter:
 
     # ---------------------------------------------------------------- acknowledge
 
-    def acknowledge(self, name: str, held: Reservation) -> bool:
-        """Mark Reservation `name` Available if it is still Pending and still the room `held` (what the
-        state holds); True when it is Available (by us or another replica) afterwards."""
+    def _update_status(
+        self, name: str, change: Callable[[ReservationRecord], dict[str, Any] | None]
+    ) -> tuple[ReservationRecord | None, dict[str, Any] | None]:
+        """Read Reservation `name`, ask `change` for its new status (None: leave it as it is) and write
+        that with the resourceVersion read; a conflict reads again. (the record last read, the object
+        written or None); (None, None) when it is gone or kept changing."""
         for _ in range(CONFLICT_RETRIES):
             raw = self._get(name)
             if raw is None:
-                return False
+                return None, None
             record = ReservationRecord.of(raw)
-            if record.reservation.phase != "Pending":
-                return record.reservation.phase == "Available"
-            if not same_room(record.reservation, held):
-                return False  # replaced since the state took it: the new one's event will come
+            status = change(record)
+            if status is None:
+                return record, None
             try:
-                self._write_status(raw, acknowledged_status(dict(raw.get("status") or {}), self.identity))
+                return record, self._write_status(raw, status)
             except KubeApiError as err:
-                if err.status in (404, 409):
-                    continue
-                raise
+                if err.status not in (404, 409):
+                    raise
+        return None, None
+
+    def acknowledge(self, name: str, held: Reservation) -> bool:
+        """Mark Reservation `name` Available if it is still Pending and still the room `held` (what the
+        state holds); True when it is Available (by us or another replica) afterwards."""
+
+        def change(record: ReservationRecord) -> dict[str, Any] | None:
+            if record.reservation.phase != "Pending" or not same_room(record.reservation, held):
+                return None  # taken further, or replaced since the state took it: the new one's event will come
+            return acknowledged_status(dict(record.raw.get("status") or {}), self.identity)
+
+        record, written = self._update_status(name, change)
+        if written is not None:
             log.info("extender: acknowledged Reservation %s on node %s", name, held.node_name)
             return True
-        return False
+        return record is not None and record.reservation.phase == "Available"
 
     def expire(
         self, name: str, held: Reservation, now: datetime, on_written: Callable[[dict[str, Any]], None] | None = None
@@ -227,25 +253,43 @@ class ReservationWriter:
         at `now`, as the migration controller's sweeper does: the scheduler side releases unconsumed
         room on time even while no controller leads. True when it is Expired afterwards; `on_written`
         sees the Reservation as written, so the answers stop counting its room before the watch shows it."""
-        for _ in range(CONFLICT_RETRIES):
-            raw = self._get(name)
-            if raw is None:
-                return False
-            record = ReservationRecord.of(raw)
+
+        def change(record: ReservationRecord) -> dict[str, Any] | None:
             if not record.reservation.past_ttl(now) or not same_room(record.reservation, held):
-                return record.reservation.phase == "Expired"
-            status = {**(raw.get("status") or {}), "phase": "Expired", "reason": "TTLExceeded"}
-            try:
-                written = self._write_status(raw, status)
-            except KubeApiError as err:
-                if err.status in (404, 409):
-                    continue
-                raise
-            if on_written is not None:
-                on_written(written)
-            log.info("extender: Reservation %s on node %s expired unconsumed", name, held.node_name)
-            return True
-        return False
+                return None
+            return {**(record.raw.get("status") or {}), "phase": "Expired", "reason": "TTLExceeded"}
+
+        record, written = self._update_status(name, change)
+        if written is None:
+            return record is not None and record.reservation.phase == "Expired"
+        if on_written is not None:
+            on_written(written)
+        log.info("extender: Reservation %s on node %s expired unconsumed", name, held.node_name)
+        return True
+
+    def refuse(
+        self, name: str, held: Reservation, pod: Pod, on_written: Callable[[dict[str, Any]], None] | None = None
+    ) -> bool:
+        """kube-scheduler's filters left the node of Reservation `name` out for `pod`, its replacement:
+        mark it Failed (reason ReservedNodeRefused) if it is still Available and the room `held`, so
+        the migration controller fails its job at once and the room is given back. Idempotent, and safe
+        between replicas (the write carries the resourceVersion read). True when it is Failed for this
+        afterwards; `on_written` sees the Reservation as written."""
+
+        def change(record: ReservationRecord) -> dict[str, Any] | None:
+            if record.reservation.phase != "Available" or not same_room(record.reservation, held):
+                return None  # consumed, failed, expired or replaced meanwhile: that word stands
+            return refused_status(dict(record.raw.get("status") or {}), pod, held.node_name)
+
+        record, written = self._update_status(name, change)
+        if written is None:
+            status = (record.raw.get("status") or {}) if record is not None else {}
+            return status.get("phase") == "Failed" and status.get("reason") == RESERVED_NODE_REFUSED
+        if on_written is not None:
+            on_written(written)
+        metrics.EXTENDER_RESERVATIONS_FAILED.labels(RESERVED_NODE_REFUSED).inc()
+        log.info("extender: Reservation %s failed: %s", name, written["status"].get("message", ""))
+        return True
 
     # ---------------------------------------------------------------- bind
 
@@ -296,6 +340,8 @@ class ReservationWriter:
                     continue  # taken, failed or deleted meanwhile: read again and choose again
                 raise
             log.info("extender: Reservation %s %s by %s on node %s", record.name, new["phase"], pod.key, node)
+            if choice.fail is not None:
+                metrics.EXTENDER_RESERVATIONS_FAILED.labels(REPLACEMENT_ELSEWHERE).inc()
             return str(new["phase"]), written, status
         raise BindError(f"Reservations of {pod.key} kept changing: gave up after {CONFLICT_RETRIES} conflicts")
 

@@ -29,6 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import msgspec
 import numpy as np
@@ -39,7 +40,7 @@ from descheduler.errors import ClusterUnreachableError, InputError
 from descheduler.extender import protocol
 from descheduler.extender.binding import CODES as BIND_CODES
 from descheduler.extender.binding import bind_refusal
-from descheduler.extender.decisions import refuse_everywhere
+from descheduler.extender.decisions import refuse_everywhere, steering, waive_load
 from descheduler.extender.protocol import ExtenderBindingResult, Request, RequestError
 from descheduler.extender.reservations import Acknowledger, BindError, ReservationRecord, ReservationWriter
 from descheduler.extender.scheduler_names import SchedulerNames
@@ -50,7 +51,7 @@ from descheduler.kube.client import KubeApiError
 from descheduler.model import Pod, Reservation
 from descheduler.periodic import Periodic
 from descheduler.policy import SchedulingArgs
-from descheduler.scheduling import build_table
+from descheduler.scheduling import build_table, predicates
 from descheduler.scheduling.predicates import claimable
 from descheduler.scheduling.quota import DEFAULT_PARENT_LABEL, DEFAULT_QUOTA_LABEL, QuotaBook
 
@@ -292,6 +293,7 @@ class Extender:
 
     def _filter(self, body: bytes) -> bytes:
         request, state, candidates = self._prepare(body, seen=False)
+        left_out: list[Reservation] = []
         with state.lock:
             state.asked_about(request.pod)
             over_quota = state.quota.admit(request.pod) if state.quota is not None else None
@@ -299,6 +301,15 @@ class Extender:
                 decision = refuse_everywhere(candidates.rows.size, over_quota)
             else:
                 decision = state.shapes.filter(request.pod, state.view, candidates.rows)
+                if decision.steered < 0 and state.table.snapshot.reservations:
+                    left_out = _rooms_left_out(request, state, candidates)
+                waived = waive_load(decision) if not candidates.unknown else None
+                if waived is not None:
+                    decision = waived
+                    self._waived(request.pod, state)
+        if left_out and self.writer is not None:
+            for reservation in left_out:
+                self._refuse(self.writer, reservation, request.pod)
         texts, pieces = state.reason_texts(decision.reasons)
         if candidates.spans is not None:  # a compact array of known names: the answer written in one pass
             answer, names, answered = state.filter_answer(candidates.spans, candidates.rows, decision, pieces)
@@ -322,6 +333,26 @@ class Extender:
             state.remember(names, _subset(candidates, passed))
             head = b'{"Nodes":null,"NodeNames":' + names
         return head + b',"FailedNodes":' + failed + b',"FailedAndUnresolvableNodes":' + unresolvable + b',"Error":""}'
+
+    def _waived(self, pod: Pod, state: ClusterState) -> None:
+        """Said and counted: the load filter refused every node kube-scheduler passed for the pod, and
+        those are passed (`decisions.waive_load`). Under the state's lock."""
+        owner = bool(predicates.owned_reservations(pod, state.view))
+        metrics.EXTENDER_LOAD_FILTER_WAIVED.labels("owner" if owner else "other").inc()
+        log.info(
+            "extender: every node kube-scheduler passed for pod %s is over its load thresholds: passing them, as "
+            "kube-scheduler alone would, rather than keep the pod Pending",
+            pod.key,
+        )
+
+    def _refuse(self, writer: ReservationWriter, reservation: Reservation, pod: Pod) -> None:
+        """Fail the Reservation whose node kube-scheduler's filters left out for its replacement (written
+        before the answer, so the bind that follows finds no room holding the pod elsewhere). A write
+        that fails is logged; the next filter call for the pod tries again."""
+        try:
+            writer.refuse(reservation.name, reservation, pod, self._wrote_reservation)
+        except (KubeApiError, ClusterUnreachableError, msgspec.ValidationError, DecodeError) as err:
+            log.warning("extender: could not fail Reservation %s, refused for %s: %s", reservation.name, pod.key, err)
 
     def prioritize(self, body: bytes) -> bytes:
         """An ExtenderArgs body in, a HostPriorityList body out."""
@@ -457,6 +488,25 @@ class Extender:
             if self.scheduler_names is not None:  # once per decoded pod: prioritize sends the same bytes
                 self.scheduler_names.check(pod)
         return pod
+
+
+# kube-scheduler stops filtering once it has found this many feasible nodes, or a share of the
+# cluster if larger (numFeasibleNodesToFind, minFeasibleNodesToFind, pkg/scheduler/schedule_one.go):
+# with fewer candidates than this, it has tried every node, and a node left out was refused.
+MIN_FEASIBLE_NODES_TO_FIND: Final = 100
+
+
+def _rooms_left_out(request: Request, state: ClusterState, candidates: Candidates) -> list[Reservation]:
+    """The Available Reservations steering this pod (its own, claimable) whose node kube-scheduler's
+    filters left out of the candidates: none unless it tried every node (fewer candidates than it stops
+    at), and none for a pod nominated to a node (kube-scheduler then tries that node alone)."""
+    if candidates.size >= MIN_FEASIBLE_NODES_TO_FIND or b'"nominatedNodeName"' in request.pod_raw:
+        return []
+    _, steer = steering(request.pod, state.view)
+    if not steer:
+        return []
+    index, asked = state.table.index, set(candidates.rows.tolist())
+    return [r for r in steer if index[r.node_name] not in asked]
 
 
 def _failed_map(

@@ -10,10 +10,10 @@ Anything else that changes the state (a Reservation, a pod seen leaving) starts 
 
 A refused row's reason text depends only on the key its predicate groups it by (the resource
 short, the taint, the threshold crossed), not on which rows were asked about together: that is
-what lets rows computed at different times share one list of reasons. Pods whose answer depends on
-more than their shape and the rows are answered afresh each time: a pod with required
-anti-affinity, every pod while a placed pod has one (its selector may pick the asker), and a pod
-owning a Reservation (its room, and the steering to it).
+what lets rows computed at different times share one list of reasons. A pod whose answer depends on
+more than its shape and the rows is answered afresh each time: a pod owning a Reservation (its room,
+and the steering to it). Inter-pod affinity, which looks at other pods, is not the extender's to
+apply (kube-scheduler did, on fresher data: `decisions.filter_rows`).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _update(shape: _Shape, pod: Pod, view: ClusterView, rows: IntArray) -> None:
 def shape_key(pod: Pod, view: ClusterView) -> Hashable | None:
     """Everything of the pod that `filter_rows` and `extender_scores` read, or None when they read
     more than the pod and the rows (see the module's note)."""
-    if predicates.inter_pod(pod, view) or predicates.owned_reservations(pod, view):
+    if predicates.owned_reservations(pod, view):
         return None
     table = view.table
     load = table.load_of(pod)

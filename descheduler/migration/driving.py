@@ -20,7 +20,13 @@ from descheduler.events import EventRecorder, EventType, ObjectRef
 from descheduler.migration import steps
 from descheduler.migration.api import ApiFailure, FetchedPod, MigrationApi
 from descheduler.migration.cleanup import Cleanup
-from descheduler.migration.objects import JOBS, TERMINAL_PHASES, JobPhase, PodMigrationJobStatus
+from descheduler.migration.objects import (
+    JOBS,
+    REPLACEMENT_ELSEWHERE,
+    TERMINAL_PHASES,
+    JobPhase,
+    PodMigrationJobStatus,
+)
 from descheduler.migration.pass_reads import JobHandle, PassReads
 from descheduler.migration.steps import Elsewhere, GoWithoutReservation, Hold, Record, ReserveAgain, Transition
 from descheduler.model import Pod
@@ -34,6 +40,9 @@ _PHASE_EVENTS: Final[dict[str, tuple[EventType, str]]] = {
     "Aborted": ("Warning", "MigrationAborted"),
 }
 _RESULTS: Final = {"Succeeded": "succeeded", "Failed": "failed", "Aborted": "aborted"}
+# A replacement that went elsewhere than planned is its own outcome: its Event and metric say so.
+_ELSEWHERE_EVENT: Final[tuple[EventType, str]] = ("Warning", REPLACEMENT_ELSEWHERE)
+ELSEWHERE_RESULT: Final = "elsewhere"
 
 Outcome = Record | Transition | Hold | Elsewhere | ReserveAgain | GoWithoutReservation
 
@@ -153,11 +162,13 @@ class Driving:
         self.write(handle, base.model_copy(update=update))
         self.progressed(handle)
         job = handle.job
-        event_type, event_reason = _PHASE_EVENTS[phase]
+        elsewhere = phase == "Failed" and reason == REPLACEMENT_ELSEWHERE
+        event_type, event_reason = _ELSEWHERE_EVENT if elsewhere else _PHASE_EVENTS[phase]
         self.event(handle, event_type, event_reason, f"{reason}: {message}" if message else reason)
         bound = handle.log()
         if phase in TERMINAL_PHASES:
-            metrics.MIGRATIONS.labels(job.spec.strategy or "unknown", _RESULTS[phase]).inc()
+            result = ELSEWHERE_RESULT if elsewhere else _RESULTS[phase]
+            metrics.MIGRATIONS.labels(job.spec.strategy or "unknown", result).inc()
             self.cleanup.release(handle)
             (bound.info if phase == "Succeeded" else bound.warning)(
                 f"migration job {phase.lower()}", why=reason, detail=message

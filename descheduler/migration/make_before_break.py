@@ -42,7 +42,7 @@ class MakeBeforeBreak:
             case "StartReplacement":
                 return self.start_replacement(handle, reads)
             case "AwaitBound":
-                return self.reservation_first.await_bound(handle, reads)
+                return self._await_bound(handle, reads)
             case "AwaitReady":
                 return self.driving.await_ready(handle, reads)
             case "AwaitPodGone":
@@ -93,6 +93,36 @@ class MakeBeforeBreak:
             return driving.apply(handle, rollout_steps.rollout_forbidden(handle.job, str(failure), reads.now), reads)
         name = f"Deployment {pod.namespace}/{deployment['metadata']['name']}"
         return driving.apply(handle, rollout_steps.replacement_started(handle.job, name, reads.now), reads)
+
+    def _await_bound(self, handle: JobHandle, reads: PassReads) -> bool:
+        """The replacement on the Reservation, as ReservationFirst follows it; but when kube-scheduler's
+        filters refused the reserved node for it, the rollout is undone at once and the pod stays
+        (it would otherwise run wherever it lands, or stay Pending beside the pod it was to replace)."""
+        name, reservation = self.reservation_first.reservation_of(handle)
+        refused = steps.refused_by_filters(reservation) if reservation is not None else None
+        if refused is None:
+            return self.reservation_first.follow_replacement(handle, reads, name, reservation)
+        try:
+            undone = self._undo_rollout(handle, self.driving.live_pod(handle))
+        except ApiFailure as failure:
+            if not failure.forbidden:
+                raise
+            undone = f"the rollout could not be undone ({failure})"
+        self.driving.transition(handle, rollout_steps.refused_rolled_back(refused, undone), reads.now)
+        return False
+
+    def _undo_rollout(self, handle: JobHandle, live: FetchedPod | Lost) -> str:
+        """Put the Deployment's template back as the moved pod's ReplicaSet has it, if the rollout is
+        still this move's; what was done, in words ("" when there was nothing to undo)."""
+        if not isinstance(live, FetchedPod):
+            return ""
+        replicaset, deployment = self._rollout_objects(live.pod)
+        uid = handle.job.status.pod_uid or handle.job.spec.pod_ref.uid
+        if deployment is None or not rollout_steps.rollout_started(deployment, uid):
+            return ""
+        self.api.replace_deployment(rollout_steps.rolled_back(deployment, replicaset))
+        handle.log().warning("rollout undone: its replacement cannot go to the reserved node")
+        return f"the rollout was undone: pod {live.pod.key} stays on node {live.pod.node_name}"
 
     def _descheduled(self, handle: JobHandle, fetched: FetchedPod) -> None:
         """The pod's Descheduled Event, written when the rollout that replaces it starts."""

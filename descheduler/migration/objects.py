@@ -83,6 +83,11 @@ ConditionType = Literal[
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed", "Aborted"})
+# Why a Reservation is Failed (status.reason, written by the scheduler side), and why its job fails:
+# the replacement was bound on another node than the reserved one;
+REPLACEMENT_ELSEWHERE: Final = "ReplacementElsewhere"
+# kube-scheduler's own filters left the reserved node out for the replacement (it cannot go there).
+RESERVED_NODE_REFUSED: Final = "ReservedNodeRefused"
 # The modes that hold room on the target through a Reservation before the pod goes.
 RESERVING_MODES: Final = frozenset({"ReservationFirst", "MakeBeforeBreak"})
 
@@ -318,7 +323,9 @@ class ReservationStatus(ApiModel):
     Available: the scheduler side's state holds it (`acknowledgedBy`); only then is the pod evicted.
     Consumed: the scheduler bound an owner pod on the node (`consumedBy`, `consumedByUID`).
     Failed: the scheduler bound the owner's next pod on another node while this room waited
-    (`consumedBy` names that pod, `message` the node), or the room could not be held.
+    (reason ReplacementElsewhere; `consumedBy` names that pod, `message` the node), kube-scheduler's
+    own filters refused the reserved node for it (reason ReservedNodeRefused; `message` names the pod
+    and the node), or the room could not be held.
     Expired: not consumed within its TTL (the migration controller's sweeper)."""
 
     phase: ReservationPhase = "Pending"

@@ -139,8 +139,20 @@ class ReservationFirst:
     # ------------------------------------------------------------------------------ the replacement
 
     def await_bound(self, handle: JobHandle, reads: PassReads) -> bool:
-        job = handle.job
+        """The replacement recorded on the Reservation; the job fails at once when kube-scheduler's
+        filters refused the reserved node for it."""
         name, reservation = self.reservation_of(handle)
+        refused = steps.refused_by_filters(reservation) if reservation is not None else None
+        if refused is not None:
+            return self.driving.apply(handle, refused, reads)
+        return self.follow_replacement(handle, reads, name, reservation)
+
+    def follow_replacement(
+        self, handle: JobHandle, reads: PassReads, name: str, reservation: Reservation | None
+    ) -> bool:
+        """Reservation `name` (as read; None: gone) and the replacement it records: bound on it, or
+        elsewhere."""
+        job = handle.job
         if reservation is None:
             hold = Hold("ReservationGone", f"Reservation {name} is gone; waiting for the replacement")
             self.driving.note(handle, hold)

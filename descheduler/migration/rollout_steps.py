@@ -253,3 +253,10 @@ def rolled_back_failure(job: PodMigrationJob) -> Transition:
         f"the replacement was not Ready by {ttl}: the Deployment's template was put back as it was, so the rollout "
         f"returns to the old ReplicaSet; pod {pod.namespace}/{pod.name} stays on node {job.status.source_node}",
     )
+
+
+def refused_rolled_back(refused: Transition, undone: str) -> Transition:
+    """kube-scheduler's filters refused the reserved node for the replacement (`refused`, from
+    `steps.refused_by_filters`): the job fails at once, saying what became of the rollout (`undone`;
+    "" when it was no longer this move's to undo)."""
+    return Transition(refused.phase, refused.reason, f"{refused.message}; {undone}" if undone else refused.message)

@@ -23,6 +23,8 @@ from descheduler.durations import format_duration
 from descheduler.eligibility import hard_refusal
 from descheduler.migration.arbiter import Verdict
 from descheduler.migration.objects import (
+    REPLACEMENT_ELSEWHERE,
+    RESERVED_NODE_REFUSED,
     RESERVING_MODES,
     ConditionType,
     JobPhase,
@@ -415,11 +417,13 @@ def recorded_replacement(job: PodMigrationJob, reservation: Reservation) -> tupl
 
 @dataclass(frozen=True, slots=True)
 class Elsewhere:
-    """The replacement was bound somewhere other than reserved (`how`): decided by `landed_elsewhere`
-    once its node's load is known; the room held for it is released."""
+    """The replacement was bound somewhere other than reserved (`how`; `reserved`: the node its
+    Reservation held, "" for a move without one): decided by `landed_elsewhere` once its node's load
+    is known; the room held for it is released."""
 
     replacement: Pod
     how: str
+    reserved: str = ""
 
 
 def replacement_on_reservation(
@@ -433,19 +437,37 @@ def replacement_on_reservation(
         return Hold("ReplacementGone", f"pod {recorded.consumed_by} recorded on Reservation {name} is gone")
     target = reservation.spec.node_name
     if recorded.phase == "Failed" or replacement.node_name != target:
-        return Elsewhere(replacement, f"instead of the reserved node {target}")
+        return Elsewhere(replacement, f"instead of the reserved node {target}", target)
     return bound(job, replacement, f"replacement {replacement.key} bound to node {target}", now)
 
 
 def landed_elsewhere(job: PodMigrationJob, elsewhere: Elsewhere, crowded: str, now: datetime) -> Record | Transition:
-    """Decided at once: the move counts only when the replacement left the source for a node that
-    stays under its thresholds (`crowded`: why its node is over them, "" when it is not or unknown)."""
+    """Decided at once (`crowded`: why the replacement's node is over its thresholds, "" when it is
+    not or unknown). Off its Reservation, the move is never Succeeded as if planned: Failed
+    ReplacementElsewhere, with where it went and how that node stands (migration.md §3, step 5).
+    Without a Reservation it counts only when the replacement left the source for a node that stays
+    under its thresholds."""
     replacement, how = elsewhere.replacement, elsewhere.how
     where = f"replacement {replacement.key} was bound to node {replacement.node_name} {how}".rstrip()
-    if replacement.node_name == job.status.source_node or crowded:
-        why = "back on the source node" if replacement.node_name == job.status.source_node else crowded
-        return Transition("Failed", "ReplacementElsewhere", f"{where}: {why}")
+    back = replacement.node_name == job.status.source_node
+    if back or crowded or elsewhere.reserved:
+        why = "back on the source node" if back else crowded or "that node stays under its thresholds"
+        ref = PodReference(namespace=replacement.namespace, name=replacement.name, uid=replacement.uid)
+        status = job.status.model_copy(update={"new_pod_ref": ref})
+        return Transition("Failed", REPLACEMENT_ELSEWHERE, f"{where}: {why}", status)
     return bound(job, replacement, f"{where}; that node stays under its thresholds", now)
+
+
+def refused_by_filters(reservation: Reservation) -> Transition | None:
+    """The scheduler side recorded on the Reservation that kube-scheduler's own filters refused its
+    node for the replacement: the replacement can never land there, so the job fails at once (and its
+    room is released) rather than at its ttl. None when the Reservation says nothing of the kind."""
+    recorded = reservation.status
+    if recorded.phase != "Failed" or recorded.reason != RESERVED_NODE_REFUSED:
+        return None
+    node = reservation.spec.node_name
+    why = recorded.message or f"kube-scheduler's filters refused reserved node {node} for the replacement"
+    return Transition("Failed", RESERVED_NODE_REFUSED, f"{why}; Reservation {reservation.name} released")
 
 
 STOCK_SCHEDULER: Final = "by a scheduler that knows no Reservation"

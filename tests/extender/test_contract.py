@@ -25,7 +25,7 @@ import msgspec
 import pytest
 
 from descheduler import metrics
-from descheduler.extender import Extender, ExtenderFilterResult, HostPriority
+from descheduler.extender import Extender, ExtenderFilterResult, HostPriority, service
 from tests.builders import NOW, loaded_node, node, node_metrics, pod, reservation
 
 from .conftest import Client, extender_args, kube_pod
@@ -176,7 +176,7 @@ def test_a_daemonset_pod_skips_the_load_filter(serve: Serve) -> None:
     assert body["NodeNames"] == ["cool", "hot"]
 
 
-def test_affinity_and_anti_affinity_refusals_are_named(serve: Serve) -> None:
+def test_node_affinity_refusals_are_named_and_pod_anti_affinity_is_left_to_kube_scheduler(serve: Serve) -> None:
     objects = cluster(pod("db-0", "warm", owner="db", labels={"tier": "db"}))
     _, client = serve(objects)
     pinned = kube_pod("web-x", nodeSelector={"kubernetes.io/hostname": "cool"})
@@ -195,11 +195,50 @@ def test_affinity_and_anti_affinity_refusals_are_named(serve: Serve) -> None:
             }
         },
     )
+    # kube-scheduler's InterPodAffinity ran before it called us, on fresher data (scheduling-core.md §2):
+    # a node it passed is not refused again here for a rule we would judge on older counts.
     _, body = client.post("filter", extender_args(apart, ["cool", "warm"]))
-    assert body["NodeNames"] == ["cool"]
-    assert body["FailedNodes"] == {
-        "warm": "pod anti-affinity: a pod it must not share kubernetes.io/hostname with already runs there"
-    }
+    assert body["NodeNames"] == ["cool", "warm"]
+    assert body["FailedNodes"] == {} and body["FailedAndUnresolvableNodes"] == {}
+
+
+class _Log:
+    """A stand-in for the extender's logger: the lines it was given."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, message: str, *args: object) -> None:
+        self.lines.append(message % args)
+
+    warning = info
+
+
+def test_when_the_load_filter_refuses_every_node_kube_scheduler_passed_they_pass_as_without_the_extender(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, client = serve(cluster())
+    log = _Log()
+    monkeypatch.setattr(service, "log", log)
+    other = {"pod": "other"}
+    waived = metrics.sample("descheduler_extender_load_filter_waived_total", other)
+    # hot is over its threshold and stale's metric too old: the load filter alone refuses them; the
+    # taint still refuses gpu, which kube-scheduler would not have passed anyway.
+    _, body = client.post("filter", extender_args(kube_pod("web-new"), ["hot", "stale", "gpu"]))
+    assert body["NodeNames"] == ["hot", "stale"]
+    assert body["FailedNodes"] == {}
+    assert body["FailedAndUnresolvableNodes"] == {"gpu": "taint dedicated=gpu:NoSchedule not tolerated"}
+    assert metrics.sample("descheduler_extender_load_filter_waived_total", other) == waived + 1
+    assert log.lines == [
+        "extender: every node kube-scheduler passed for pod default/web-new is over its load thresholds: passing them, as kube-scheduler alone would, rather than keep the pod Pending"
+    ]
+    # While one node passes, the load filter refuses as ever.
+    _, body = client.post("filter", extender_args(kube_pod("web-other"), ["hot", "cool"]))
+    assert body["NodeNames"] == ["cool"] and body["FailedAndUnresolvableNodes"] == {"hot": LOAD}
+    # And nothing is waived where no node is refused for load alone.
+    _, body = client.post("filter", extender_args(kube_pod("web-third"), ["gpu", "cordoned"]))
+    assert body["NodeNames"] == []
+    assert metrics.sample("descheduler_extender_load_filter_waived_total", other) == waived + 1
 
 
 def test_prod_and_aggregated_thresholds_name_their_basis(serve: Serve) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from descheduler import metrics
 from descheduler.extender import CacheSource, Extender, ExtenderServer
 from descheduler.extender.command import EXTENDER_KINDS
 from descheduler.extender.reservations import ReservationWriter
@@ -210,18 +211,18 @@ def test_kube_schedulers_own_scores_would_pick_the_hot_nodes(harness: Harness) -
     assert min(scores["hot-1"], scores["hot-2"]) > max(scores["cool-1"], scores["cool-2"])
 
 
-def test_new_pods_avoid_the_hot_nodes_and_a_burst_stops_at_the_threshold(harness: Harness) -> None:
+def test_new_pods_avoid_the_hot_nodes_until_every_node_is_over_the_threshold(harness: Harness) -> None:
+    waived = metrics.sample("descheduler_extender_load_filter_waived_total", {"pod": "other"})
     _scale(harness.cluster, "web", 6)
     harness.cluster.advance(5)  # no new metrics report in between: the bound pods count by their estimate
     placed = harness.placement("web")
-    nodes = sorted(node for node in placed.values() if node)
-    # Each cool node takes two (3.1 + 2 × 0.85 ≤ 5.2; a third would reach 5.95): had the extender
-    # not counted the pods it had just seen bound, all six would have been placed.
-    assert nodes == ["cool-1", "cool-1", "cool-2", "cool-2"], placed
-    waiting = harness.cluster.scheduler.unschedulable
-    assert len(waiting) == 2
-    for why in waiting.values():
-        assert why == "0/4 nodes are available: 4 load-aware: estimated cpu usage would exceed 65 percent", why
+    # Each cool node takes two (3.1 + 2 × 0.85 ≤ 5.2; a third would reach 5.95): had the extender not
+    # counted the pods it had just seen bound, all six would have gone there. Then every node is over
+    # its threshold: the load filter does not keep the last two Pending where kube-scheduler alone
+    # would bind them (scheduling-core.md §2), and says so in a metric.
+    assert sorted(placed.values()) == ["cool-1", "cool-1", "cool-2", "cool-2", "hot-1", "hot-2"], placed
+    assert harness.cluster.scheduler.unschedulable == {}
+    assert metrics.sample("descheduler_extender_load_filter_waived_total", {"pod": "other"}) == waived + 2
 
 
 def test_a_replacement_pod_lands_on_its_reservation(harness: Harness) -> None:

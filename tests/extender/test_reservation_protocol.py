@@ -16,7 +16,7 @@ import pytest
 from descheduler.extender import CacheSource, Extender, ExtenderServer, RefreshTiming
 from descheduler.extender.command import EXTENDER_KINDS
 from descheduler.extender.lease import SchedulerLease
-from descheduler.extender.reservations import BindError, ReservationWriter
+from descheduler.extender.reservations import BindError, ReservationRecord, ReservationWriter
 from descheduler.extender.scheduler_names import SchedulerNames
 from descheduler.fakecluster.apiserver import FakeApiServer, Store
 from descheduler.kube import ClusterCache, KubeClient, RetryPolicy
@@ -258,6 +258,97 @@ def test_binding_an_owner_pod_elsewhere_is_refused_once_then_fails_the_oldest_wa
     }
     assert side.status("r-a")["phase"] == "Available"
     assert side.status("r-pending") == {"phase": "Pending"}  # its pod was not evicted: not this replacement
+
+
+def _filter_on(side: Side, pod: dict[str, Any], nodes: list[str]) -> dict[str, Any]:
+    status, answer = Client(side.http.port).post("filter", extender_args(pod, nodes))
+    assert status == 200, answer
+    return dict(answer)
+
+
+REFUSED = "kube-scheduler's filters refused reserved node cool for the replacement shop/web-new"
+
+
+def _held(side: Side) -> None:
+    """An Available Reservation move-web-0 on cool, once the extender's answers steer its owner there."""
+    side.store.load([_reservation("move-web-0", "cool")])
+    _wait(lambda: _filter_on(side, _pod("web-new"), ["cool", "other"])["NodeNames"] == ["cool"], "the room held")
+
+
+def test_a_replacement_whose_reserved_node_kube_schedulers_filters_left_out_fails_its_reservation_at_once(
+    side: Side,
+) -> None:
+    _held(side)
+    refusals = REGISTRY.get_sample_value(
+        "descheduler_extender_reservations_failed_total", {"reason": "ReservedNodeRefused"}
+    )
+    # Its node among the candidates: the replacement is steered there (`_held`), nothing is written.
+    assert side.status("move-web-0")["phase"] == "Available"
+    # A pod that owns no room there, with the node left out: nothing either; the room keeps it off cool.
+    stranger = _pod("stranger", app="shop", cpu="2")
+    _filter_on(side, stranger, ["other"])
+    assert side.status("move-web-0")["phase"] == "Available"
+    assert _filter_on(side, stranger, ["cool", "other"])["NodeNames"] == ["other"]
+    # kube-scheduler's own filters (say a volume's node affinity) passed only `other`: the room can never
+    # be used; it is failed before the answer, so the job ends at once and the bind finds no room elsewhere.
+    answer = _filter_on(side, _pod("web-new"), ["other"])
+    assert answer["NodeNames"] == ["other"]
+    status = side.status("move-web-0")
+    assert status == {"phase": "Failed", "reason": "ReservedNodeRefused", "message": REFUSED}
+    assert (
+        REGISTRY.get_sample_value("descheduler_extender_reservations_failed_total", {"reason": "ReservedNodeRefused"})
+        == (refusals or 0.0) + 1
+    )
+    # The answers stop holding the room at once, before the watch shows the change.
+    assert _filter_on(side, stranger, ["cool", "other"])["NodeNames"] == ["cool", "other"]
+    # Asked again: written once; the bind that follows is not sent back to a room that is gone.
+    _filter_on(side, _pod("web-new"), ["other"])
+    assert side.status("move-web-0")["message"] == REFUSED
+    side.store.load([_pod("web-new")])
+    _wait(lambda: side.cache.get("pods", f"{NS}/web-new") is not None, "the pod in the cache")
+    assert side.bind("web-new", "other") == {"Error": ""}
+
+
+def test_a_reserved_node_missing_from_a_list_kube_scheduler_may_have_cut_short_is_not_a_refusal(side: Side) -> None:
+    """kube-scheduler stops filtering once it has found 100 feasible nodes (numFeasibleNodesToFind): with
+    that many candidates, a node left out may just not have been tried. A nominated pod is tried on its
+    nominated node alone."""
+    _held(side)
+    _filter_on(side, _pod("web-new"), ["other", *(f"n{i}" for i in range(99))])
+    nominated = _pod("web-new")
+    nominated["status"]["nominatedNodeName"] = "other"
+    _filter_on(side, nominated, ["other"])
+    assert side.status("move-web-0")["phase"] == "Available"
+
+
+def test_two_replicas_refusing_one_reservation_write_it_once(side: Side) -> None:
+    side.store.load([_reservation("move-web-0", "cool")])
+    _wait(lambda: side.status("move-web-0").get("phase") == "Available", "the Reservation")
+    room = ReservationRecord.of(side.store.get(RESERVATIONS, "move-web-0")).reservation
+    owner = OwnerRef(kind="ReplicaSet", name="web", uid="uid-rs-web", controller=True)
+    replacement = Pod(namespace=NS, name="web-new", uid="uid-web-new", owner=owner)
+    writers = [ReservationWriter(side.client, f"ext-{i}") for i in (1, 2)]
+    written: list[str] = []
+    for writer in writers:
+        real = writer._write_status
+
+        def counted(raw: dict[str, Any], status: dict[str, Any], real: Any = real) -> dict[str, Any]:
+            out: dict[str, Any] = real(raw, status)
+            written.append(status["phase"])
+            return out
+
+        writer._write_status = counted  # type: ignore[method-assign]
+    results: list[bool] = []
+    threads = [
+        threading.Thread(target=lambda w=w: results.append(w.refuse("move-web-0", room, replacement))) for w in writers
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert results == [True, True]  # each sees it refused, by itself or by the other
+    assert written == ["Failed"]  # one write: the other found it refused, or its stale write was refused (409)
+    assert side.status("move-web-0")["message"] == REFUSED
 
 
 def test_a_pod_of_no_reservation_is_just_bound(side: Side) -> None:

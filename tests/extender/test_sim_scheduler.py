@@ -92,10 +92,11 @@ def test_an_unreachable_extender_that_is_not_ignorable_leaves_the_pod_pending(st
     assert scheduler.unschedulable["default/p"].startswith("extender: filter at http://127.0.0.1:")
 
 
-def test_when_every_node_is_refused_the_reasons_are_counted(store: Store, extender_url: str) -> None:
-    store.load([_pending("big", cpu="5")])  # cool: 1 + 4.25 of 8 cpu = 66%
+def test_when_the_load_filter_refuses_every_node_the_pod_is_bound_as_without_the_extender(
+    store: Store, extender_url: str
+) -> None:
+    store.load([_pending("big", cpu="5")])  # cool: 1 + 4.25 of 8 cpu = 66%; hot more
     scheduler = Scheduler(store, extender=ExtenderConfig(url_prefix=extender_url))
-    assert scheduler.step(T0) == []
-    assert scheduler.unschedulable["default/big"] == (
-        "0/2 nodes are available: 2 load-aware: estimated cpu usage would exceed 65 percent"
-    )
+    # Not kept Pending: kube-scheduler alone would bind it, and its scores (requests) prefer cool.
+    assert scheduler.step(T0) == [Binding("default", "big", "cool")]
+    assert "default/big" not in scheduler.unschedulable

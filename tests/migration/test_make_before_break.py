@@ -268,6 +268,35 @@ def test_a_replacement_that_never_gets_ready_leaves_everything_as_it_was(harness
     assert any("cooldown" in skip.reason for skip in plan.skipped), plan.skipped
 
 
+def test_a_reserved_node_kube_schedulers_filters_refuse_undoes_the_rollout_at_once(harness: Any) -> None:
+    h = harness(objects(readiness_gate=True))
+    old = solo_pods(h)[0]
+    before = copy.deepcopy(deployment(h)["spec"]["template"])
+    name = plan_and_submit(h)
+    controller = h.controller()
+    run_until_rollout(h, controller)
+    # The extender saw the replacement's filter call without the reserved node, and said so on the Reservation.
+    [reservation] = h.reservations()
+    reservation["status"] = {
+        **reservation["status"],
+        "phase": "Failed",
+        "reason": "ReservedNodeRefused",
+        "message": "kube-scheduler's filters refused reserved node node-b for the replacement shop/solo-x",
+    }
+    h.cluster.store.update(reservation, subresource="status")
+    controller.reconcile_once()
+    job = h.job(name)
+    assert (job["status"]["phase"], job["status"]["reason"]) == ("Failed", "ReservedNodeRefused"), job["status"]
+    assert job["status"]["message"].endswith(
+        f"the rollout was undone: pod {NS}/{old['metadata']['name']} stays on node node-a"
+    )
+    assert deployment(h)["spec"]["template"] == before  # not left running wherever it lands, nor Pending
+    assert not h.reservations()
+    h.cluster.advance(10)
+    [kept] = solo_pods(h)
+    assert kept["metadata"]["uid"] == old["metadata"]["uid"]
+
+
 def test_a_controller_restarted_mid_move_finishes_it(harness: Any) -> None:
     h = harness()
     name = plan_and_submit(h)

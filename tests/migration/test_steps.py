@@ -306,15 +306,44 @@ def test_the_replacement_is_the_pod_recorded_on_the_reservation(
     [("node-c", "", False), ("node-c", "node node-c cpu 80% > 65%", True), ("node-a", "", True)],
     ids=["cool-node-counts", "crowded-node-fails", "back-on-source-fails"],
 )
-def test_a_replacement_elsewhere_counts_only_on_a_node_under_its_thresholds(
+def test_without_a_reservation_a_replacement_counts_only_on_a_node_under_its_thresholds(
     node: str, crowded: str, fails: bool
 ) -> None:
-    elsewhere = Elsewhere(pod("web-9", "uid-web-9", node), "instead of the reserved node node-b")
+    elsewhere = Elsewhere(pod("web-9", "uid-web-9", node), steps.STOCK_SCHEDULER)
     outcome = steps.landed_elsewhere(job(EVICTED), elsewhere, crowded, NOW)
     if fails:
         assert isinstance(outcome, Transition) and (outcome.phase, outcome.reason) == ("Failed", "ReplacementElsewhere")
     else:
         assert isinstance(outcome, Record) and outcome.status.has("ReplacementBound")
+
+
+@pytest.mark.parametrize(
+    ("node", "crowded", "why"),
+    [
+        ("node-c", "", "that node stays under its thresholds"),
+        ("node-c", "node node-c cpu 80% > 65%", "node node-c cpu 80% > 65%"),
+        ("node-a", "", "back on the source node"),
+    ],
+    ids=["cool-node", "crowded-node", "back-on-source"],
+)
+def test_a_replacement_off_its_reservation_is_elsewhere_wherever_it_went(node: str, crowded: str, why: str) -> None:
+    elsewhere = Elsewhere(pod("web-9", "uid-web-9", node), "instead of the reserved node node-b", "node-b")
+    outcome = steps.landed_elsewhere(job(EVICTED), elsewhere, crowded, NOW)
+    assert isinstance(outcome, Transition) and (outcome.phase, outcome.reason) == ("Failed", "ReplacementElsewhere")
+    assert (
+        outcome.message == f"replacement shop/web-9 was bound to node {node} instead of the reserved node node-b: {why}"
+    )
+    assert outcome.status is not None and outcome.status.new_pod_ref is not None
+    assert outcome.status.new_pod_ref.name == "web-9"
+
+
+def test_only_a_refusal_by_kube_schedulers_filters_fails_the_job_from_the_reservation() -> None:
+    refused = reservation("Failed", reason="ReservedNodeRefused", message="kube-scheduler's filters refused it")
+    outcome = steps.refused_by_filters(refused)
+    assert isinstance(outcome, Transition) and (outcome.phase, outcome.reason) == ("Failed", "ReservedNodeRefused")
+    assert outcome.message.startswith("kube-scheduler's filters refused it; Reservation ")
+    assert steps.refused_by_filters(reservation("Failed", reason="ReplacementElsewhere")) is None
+    assert steps.refused_by_filters(reservation("Available")) is None
 
 
 def test_the_stock_replacement_is_the_owners_first_bound_pod_since_the_eviction_that_no_job_claimed() -> None:
