@@ -18,6 +18,7 @@ import structlog
 from descheduler import metrics
 from descheduler.errors import InputError
 from descheduler.events import EventRecorder, ObjectRef
+from descheduler.migration import replacements
 from descheduler.plan import Plan, QuotaRef
 from descheduler.plan_cycle import plan_cycle
 from descheduler.policy import Policy
@@ -119,6 +120,7 @@ class PlanningLoop:
             metrics.CYCLES.labels("skipped").inc()
             log.warning("cycle skipped: not planning on data that could not be read", cycle=self.cycles, reason=problem)
             return CycleResult(now, None, None, [], problem)
+        replacements.publish(snapshot)  # moved pods' replacements still Pending (an alert reads it)
         plan, self.state = plan_cycle(snapshot, policy, self.state)
         if self.routes is not None:
             plan = self.routes(plan, snapshot, now)

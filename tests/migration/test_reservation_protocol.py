@@ -16,6 +16,7 @@ import pytest
 from descheduler import metrics
 from descheduler.fakecluster.apiserver.binding import bind_pod
 from descheduler.fakecluster.scheduler import Scheduler
+from descheduler.migration import replacements
 from descheduler.migration.api import MigrationApi
 from descheduler.migration.controller import MigrationController
 from descheduler.migration.objects import (
@@ -109,8 +110,7 @@ def test_the_replacement_is_the_pod_recorded_on_the_reservation_not_a_guess(
         consumedByUID=replacement["metadata"]["uid"],
     )
     controller.reconcile_once()
-    # Recorded: the record decides (here: landed elsewhere than reserved, on a node under its thresholds).
-    assert "ReplacementBound" in _conditions(h, name)
+    # Recorded: the record decides (here: landed elsewhere than reserved).
     assert h.job(name)["status"]["newPodRef"]["name"] == replacement["metadata"]["name"]
     assert "instead of the reserved node node-c" in h.job(name)["status"]["message"]
 
@@ -157,7 +157,9 @@ def test_a_replacement_bound_back_on_the_source_fails_the_job_at_once_and_frees_
     assert h.reservations() == []  # released at once, not held until the TTL
 
 
-def test_a_replacement_bound_on_another_cool_node_succeeds_once_ready(make_harness: Callable[..., Harness]) -> None:
+def test_a_replacement_bound_on_another_cool_node_is_elsewhere_never_succeeded_as_planned(
+    make_harness: Callable[..., Harness],
+) -> None:
     h = make_harness()
     name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
     replacement = _new_web_pod(h, before)
@@ -166,13 +168,55 @@ def test_a_replacement_bound_on_another_cool_node_succeeds_once_ready(make_harne
     _set_reservation_status(
         h, name, phase="Failed", reason="ReplacementElsewhere", consumedBy=f"{NS}/{replacement['metadata']['name']}"
     )
+    elsewhere = {"strategy": "LowNodeLoad", "result": "elsewhere"}
+    counted = metrics.sample("descheduler_migrations_total", elsewhere)
     controller.reconcile_once()
-    assert h.reservations() == []
-    assert "ReplacementBound" in _conditions(h, name)
-    h.run(controller, 20, until=lambda: h.phase(name) == "Succeeded")
     status = h.job(name)["status"]
-    assert status["phase"] == "Succeeded"
+    # Decided at once, with where it went: the job status, its Event and the metric all say "elsewhere".
+    assert (status["phase"], status["reason"]) == ("Failed", "ReplacementElsewhere")
+    assert status["message"] == (
+        f"replacement {NS}/{replacement['metadata']['name']} was bound to node node-d instead of the reserved "
+        "node node-c: that node stays under its thresholds"
+    )
     assert status["newPodRef"]["name"] == replacement["metadata"]["name"]
+    assert "ReplacementBound" not in _conditions(h, name)
+    assert h.reservations() == []  # released at once, not held until the TTL
+    [event] = [e for e in h.events("PodMigrationJob", name) if e["reason"] == "ReplacementElsewhere"]
+    assert event["type"] == "Warning" and "node-d" in event["message"]
+    assert metrics.sample("descheduler_migrations_total", elsewhere) == counted + 1
+
+
+def test_a_reserved_node_refused_by_kube_schedulers_filters_fails_the_job_at_once(
+    make_harness: Callable[..., Harness],
+) -> None:
+    h = make_harness()
+    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
+    replacement = _new_web_pod(h, before)
+    assert replacement is not None
+    refusal = f"kube-scheduler's filters refused reserved node node-c for the replacement {NS}/web-x"
+    _set_reservation_status(h, name, phase="Failed", reason="ReservedNodeRefused", message=refusal)
+    controller.reconcile_once()
+    status = h.job(name)["status"]
+    assert (status["phase"], status["reason"]) == ("Failed", "ReservedNodeRefused")
+    assert status["message"] == f"{refusal}; Reservation {name} released"
+    assert h.reservations() == []  # not held until the ttl: the replacement is free to go anywhere
+
+
+def test_a_replacement_pending_after_its_eviction_shows_in_the_gauge_until_it_is_bound(
+    make_harness: Callable[..., Harness],
+) -> None:
+    h = make_harness()
+    name, before, _ = _evict_under_hand_acknowledgement(h, "node-c")
+    replacement = _new_web_pod(h, before)
+    assert replacement is not None and not replacement["spec"].get("nodeName")
+    h.cluster.advance(90)
+    [pending] = replacements.publish(h.snapshot())
+    assert (pending.job, pending.pod) == (name, f"{NS}/{replacement['metadata']['name']}")
+    assert metrics.sample("descheduler_replacement_pending_seconds") >= 90
+    bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-c"}})
+    h.cluster.advance(1)
+    assert replacements.publish(h.snapshot()) == []
+    assert metrics.sample("descheduler_replacement_pending_seconds") == 0
 
 
 def _lease(h: Harness, renewed_ago: float, serves: str | None = None) -> None:

@@ -72,6 +72,7 @@ def test_the_alerts_an_operator_needs_are_shipped_each_saying_what_to_do() -> No
         "DeschedulerNoCycle",
         "DeschedulerLoadSourceFailing",
         "DeschedulerMigrationsFailing",
+        "DeschedulerReplacementPending",
         "DeschedulerHotNodesNotRelieved",
         "DeschedulerPolicyRejected",
         "DeschedulerExtenderLeaseNotRenewed",
@@ -142,6 +143,39 @@ def test_migrations_failing_fires_above_a_quarter_and_at_least_three_jobs(promto
             case(half, "DeschedulerMigrationsFailing", "40m", [expected("DeschedulerMigrationsFailing")]),
             case(tenth, "DeschedulerMigrationsFailing", "40m", []),
             case(one_of_one, "DeschedulerMigrationsFailing", "40m", []),
+        ],
+    )
+
+
+def test_migrations_failing_counts_replacements_elsewhere_as_failures(promtool: str, rule_file: Path) -> None:
+    elsewhere = {
+        f'descheduler_migrations_total{{{LABELS}, pod="leader", strategy="LowNodeLoad", result="elsewhere"}}': "0+1x60",
+        f'descheduler_migrations_total{{{LABELS}, pod="leader", strategy="LowNodeLoad", result="succeeded"}}': "0+1x60",
+    }
+    run_promtool_test(
+        promtool,
+        rule_file,
+        [case(elsewhere, "DeschedulerMigrationsFailing", "40m", [expected("DeschedulerMigrationsFailing")])],
+    )
+
+
+def test_replacement_pending_fires_once_a_replacement_waits_over_a_minute(promtool: str, rule_file: Path) -> None:
+    # The leader's cycle (every minute) sees the replacement Pending 20 s, 80 s, 140 s after the
+    # eviction; then it is bound. The standby reports 0.
+    stranded = {
+        f'descheduler_replacement_pending_seconds{{{LABELS}, pod="leader"}}': "0 20 80 140 0x10",
+        f'descheduler_replacement_pending_seconds{{{LABELS}, pod="standby"}}': "0x14",
+    }
+    prompt = {f'descheduler_replacement_pending_seconds{{{LABELS}, pod="leader"}}': "0 20 0 15 0x10"}
+    run_promtool_test(
+        promtool,
+        rule_file,
+        [
+            case(stranded, "DeschedulerReplacementPending", "1m", []),
+            case(stranded, "DeschedulerReplacementPending", "2m", [expected("DeschedulerReplacementPending")]),
+            case(stranded, "DeschedulerReplacementPending", "3m", [expected("DeschedulerReplacementPending")]),
+            case(stranded, "DeschedulerReplacementPending", "5m", []),  # bound: over
+            case(prompt, "DeschedulerReplacementPending", "3m", []),
         ],
     )
 

@@ -29,6 +29,8 @@ NOT_ON_THE_DASHBOARD = {
     "descheduler_extender_lease_renewed_timestamp_seconds": "the extender is another process",
     "descheduler_extender_tls_handshake_failures": "the extender is another process",
     "descheduler_extender_binds_refused": "the extender is another process (DeschedulerExtenderBindsRefused alerts on it)",
+    "descheduler_extender_reservations_failed": "the extender is another process",
+    "descheduler_extender_load_filter_waived": "the extender is another process",
 }
 GRAFANA_BUILTINS = {"__rate_interval", "__interval"}
 
