@@ -89,13 +89,20 @@ def _evict_under_hand_acknowledgement(h: Harness, target: str) -> tuple[str, set
     return name, before, controller
 
 
+def _replaced(h: Harness) -> tuple[str, dict[str, Any], MigrationController]:
+    """A move to node-c evicted under hand acknowledgement: its job, the replacement the ReplicaSet
+    made for it (not bound yet) and the controller."""
+    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
+    replacement = _new_web_pod(h, before)
+    assert replacement is not None
+    return name, replacement, controller
+
+
 def test_the_replacement_is_the_pod_recorded_on_the_reservation_not_a_guess(
     make_harness: Callable[..., Harness],
 ) -> None:
     h = make_harness()
-    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
-    replacement = _new_web_pod(h, before)
-    assert replacement is not None
+    name, replacement, controller = _replaced(h)
     bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-d"}})
     h.cluster.advance(1)
     controller.reconcile_once()
@@ -119,9 +126,7 @@ def test_a_replacement_bound_on_the_reserved_node_without_the_extenders_bind_cou
     make_harness: Callable[..., Harness],
 ) -> None:
     h = make_harness()
-    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
-    replacement = _new_web_pod(h, before)
-    assert replacement is not None
+    name, replacement, controller = _replaced(h)
     # A scheduler that binds by itself (no bind verb through the extender) put it on the reserved node.
     bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-c"}})
     h.cluster.advance(1)
@@ -137,9 +142,7 @@ def test_a_replacement_bound_back_on_the_source_fails_the_job_at_once_and_frees_
     make_harness: Callable[..., Harness],
 ) -> None:
     h = make_harness(policy=None)
-    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
-    replacement = _new_web_pod(h, before)
-    assert replacement is not None
+    name, replacement, controller = _replaced(h)
     bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-a"}})
     _set_reservation_status(
         h,
@@ -161,9 +164,7 @@ def test_a_replacement_bound_on_another_cool_node_is_elsewhere_never_succeeded_a
     make_harness: Callable[..., Harness],
 ) -> None:
     h = make_harness()
-    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
-    replacement = _new_web_pod(h, before)
-    assert replacement is not None
+    name, replacement, controller = _replaced(h)
     bind_pod(h.cluster.store, NS, replacement["metadata"]["name"], {"target": {"name": "node-d"}})
     _set_reservation_status(
         h, name, phase="Failed", reason="ReplacementElsewhere", consumedBy=f"{NS}/{replacement['metadata']['name']}"
@@ -190,10 +191,8 @@ def test_a_reserved_node_refused_by_kube_schedulers_filters_fails_the_job_at_onc
     make_harness: Callable[..., Harness],
 ) -> None:
     h = make_harness()
-    name, before, controller = _evict_under_hand_acknowledgement(h, "node-c")
-    replacement = _new_web_pod(h, before)
-    assert replacement is not None
-    refusal = f"kube-scheduler's filters refused reserved node node-c for the replacement {NS}/web-x"
+    name, replacement, controller = _replaced(h)
+    refusal = f"kube-scheduler's filters refused reserved node node-c for the replacement {NS}/{replacement['metadata']['name']}"
     _set_reservation_status(h, name, phase="Failed", reason="ReservedNodeRefused", message=refusal)
     controller.reconcile_once()
     status = h.job(name)["status"]
@@ -206,9 +205,8 @@ def test_a_replacement_pending_after_its_eviction_shows_in_the_gauge_until_it_is
     make_harness: Callable[..., Harness],
 ) -> None:
     h = make_harness()
-    name, before, _ = _evict_under_hand_acknowledgement(h, "node-c")
-    replacement = _new_web_pod(h, before)
-    assert replacement is not None and not replacement["spec"].get("nodeName")
+    name, replacement, _ = _replaced(h)
+    assert not replacement["spec"].get("nodeName")
     h.cluster.advance(90)
     [pending] = replacements.publish(h.snapshot())
     assert (pending.job, pending.pod) == (name, f"{NS}/{replacement['metadata']['name']}")
