@@ -117,10 +117,9 @@ def filter_rows(pod: Pod, view: ClusterView, rows: IntArray) -> FilterDecision:
     """The extender's filter over table `rows`, in the order of scheduling-core.md §2."""
     owned, steer = steering(pod, view)
     out = Reasons(len(rows))
-    # Without the pod-level rules (NodePorts, inter-pod affinity and anti-affinity, topology spread):
-    # kube-scheduler ran them before calling us, on fresher data, and a node refused here for them
-    # would be one we judged on stale counts (scheduling-core.md §2: the extender applies what is ours).
-    found = replace(predicates.checks(pod, view, owned=owned, pod_level=False), anti_affinity=None)
+    # Only what is ours (Reservations' room, the load filter): kube-scheduler ran its own filters
+    # before calling us, on fresher data (scheduling-core.md §2).
+    found = predicates.checks(pod, view, owned=owned, scheduler_filtered=True)
     if not found.passed().take(rows).all():  # else no stage refuses a row (a changed row mostly passes)
         for stage in found.stages(rows):
             out.stage(stage, rows)

@@ -274,8 +274,13 @@ class FitCheck:
     others_reserved: IntArray  # nodes × columns: room held by reservations the pod does not own
     unknown: tuple[str, ...]  # requested resources no node has a column for
     order: IntArray  # positions in `columns` + `unknown`, by resource name: the order refusals name them
+    # Only a shortage of room that other pods' reservations hold counts (the extender's filter: kube-
+    # scheduler's NodeResourcesFit has judged the node's requests, on fresher data).
+    held_only: bool = False
 
     def fits(self) -> BoolArray:
+        if self.held_only:
+            return ~any_column((self.free < self.need) & (self.others_reserved > 0))
         if self.unknown:
             return np.zeros(self.free.shape[0], dtype=np.bool_)
         return all_columns(self.free >= self.need)
@@ -283,13 +288,18 @@ class FitCheck:
     def first_short(self, rows: IntArray) -> IntArray:
         """Per row, the first resource by name it is short of: a position in `columns` + `unknown`."""
         short = take_rows(self.free, rows) < self.need
-        if self.unknown:
+        if self.held_only:
+            short &= take_rows(self.others_reserved, rows) > 0
+        elif self.unknown:
             short = np.hstack([short, np.ones((rows.size, len(self.unknown)), dtype=np.bool_)])
         picked: IntArray = self.order[np.argmax(short[:, self.order], axis=1)]
         return picked
 
 
-def fit_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> FitCheck:
+def fit_check(
+    pod: Pod, view: ClusterView, owned: Iterable[Reservation] = (), *, held_only: bool = False
+) -> FitCheck:
+    """`held_only`: see `FitCheck.held_only`."""
     table = view.table
     need = table.load_of(pod).requests
     unknown = tuple(name for name in pod.requests if name not in table.column and pod.requests[name] > 0)
@@ -309,7 +319,7 @@ def fit_check(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) ->
     free = columns(table.alloc) - columns(view.requested) - reserved
     names = [table.resources[c] for c in cols.tolist()] + list(unknown)
     order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
-    return FitCheck(cols, need[cols], free, reserved, unknown, order)
+    return FitCheck(cols, need[cols], free, reserved, () if held_only else unknown, order, held_only)
 
 
 def fit_mask(pod: Pod, view: ClusterView, owned: Iterable[Reservation] = ()) -> BoolArray:
@@ -533,11 +543,12 @@ class Checks:
     volumes: ReasonCheck | None = None  # `volume_rules`
     devices: ReasonCheck | None = None  # `dynamic_resources`
     unjudged: str = ""  # a rule the core cannot judge for the pod: every node is refused for it
+    node_condition: bool = True  # whether a node must be Ready and not cordoned
 
     def passed(self) -> BoolArray:
         """The feasibility mask."""
         table = self.view.table
-        mask = table.schedulable.copy()
+        mask = table.schedulable.copy() if self.node_condition else np.ones(table.size, dtype=np.bool_)
         if self.unjudged:
             mask[:] = False
         if self.selector is not None:
@@ -606,7 +617,8 @@ class Checks:
             name = table.names[row]
             return Refusal(code=NODE_NOT_READY if not nodes[name].ready else NODE_CORDONED, facts={"node": name})
 
-        yield Stage(~table.schedulable.take(rows), ready, condition)
+        if self.node_condition:
+            yield Stage(~table.schedulable.take(rows), ready, condition)
         if self.unjudged:
             unjudged = Refusal(code=RULE_NOT_JUDGED, subject=self.unjudged)
             yield Stage(np.ones(rows.size, dtype=np.bool_), one, lambda row: unjudged)
@@ -785,12 +797,18 @@ def checks(
     *,
     node_fit: bool = True,
     owned: Sequence[Reservation] = (),
-    pod_level: bool = True,
+    scheduler_filtered: bool = False,
 ) -> Checks:
     """Run every predicate of §2 for the pod over all nodes; `owned`: reservations whose room it may
-    use. `pod_level` False leaves out the pod-level rules of `pod_rules` (NodePorts, required pod
-    affinity, topology spread): the extender's filter, which kube-scheduler calls after running
-    them itself on fresher data (scheduling-core.md §2)."""
+    use. `scheduler_filtered`: kube-scheduler's own filters have passed these nodes (the extender's
+    filter, called after them on fresher data), so only what is ours is checked: the room other pods'
+    Reservations hold and the load filter (scheduling-core.md §2). A node refused for one of
+    kube-scheduler's rules on our older picture (a node uncordoned a moment ago, a pod gone) would keep
+    a pod Pending that kube-scheduler alone would bind."""
+    if scheduler_filtered:
+        fit = fit_check(pod, view, owned, held_only=True) if node_fit else None
+        load = load_check(pod, view, owned)
+        return Checks(pod, view, None, None, fit, None, load, node_condition=False)
     table = view.table
     selector = taints = fit = anti = None
     ports = affinity = spread = volumes = devices = None
@@ -803,23 +821,22 @@ def checks(
         fit = fit_check(pod, view, owned)
         if inter_pod(pod, view):
             anti = anti_affinity_check(pod, view)
-        if pod_level:
-            unjudged = pod.unjudged
-            if not unjudged and (pod.claims or pod.ephemeral):
-                needs = volume_needs(pod, table.snapshot)
-                unjudged = needs.unjudged
-                volumes = volume_check(pod, view, needs) if not needs.empty and not unjudged else None
-            if not unjudged and pod.resource_claims:
-                unjudged, claim_rules = dynamic_resources.claim_rules(pod, table.snapshot)
-                devices = dynamic_resources.claim_check(view, claim_rules) if claim_rules else None
-            if pod.host_ports:
-                ports = ports_check(pod, view)
-            if pod.affinity:
-                affinity = affinity_check(pod, view)
-            if pod.spread:
-                node_affinity = selector.passed() if selector is not None else np.ones(table.size, dtype=np.bool_)
-                tolerated = taints[table.taint_group] < 0 if taints is not None else np.ones(table.size, dtype=np.bool_)
-                spread = spread_check(pod, view, node_affinity, tolerated)
+        unjudged = pod.unjudged
+        if not unjudged and (pod.claims or pod.ephemeral):
+            needs = volume_needs(pod, table.snapshot)
+            unjudged = needs.unjudged
+            volumes = volume_check(pod, view, needs) if not needs.empty and not unjudged else None
+        if not unjudged and pod.resource_claims:
+            unjudged, claim_rules = dynamic_resources.claim_rules(pod, table.snapshot)
+            devices = dynamic_resources.claim_check(view, claim_rules) if claim_rules else None
+        if pod.host_ports:
+            ports = ports_check(pod, view)
+        if pod.affinity:
+            affinity = affinity_check(pod, view)
+        if pod.spread:
+            node_affinity = selector.passed() if selector is not None else np.ones(table.size, dtype=np.bool_)
+            tolerated = taints[table.taint_group] < 0 if taints is not None else np.ones(table.size, dtype=np.bool_)
+            spread = spread_check(pod, view, node_affinity, tolerated)
     load = load_check(pod, view, owned)
     return Checks(pod, view, selector, taints, fit, anti, load, ports, affinity, spread, volumes, devices, unjudged)
 

@@ -1,18 +1,17 @@
-"""The extender decides what the scheduling core decides for the rules it applies (not inter-pod affinity, which
-kube-scheduler applies before calling it), and refuses each node for the reason the core gives it."""
+"""The extender decides what the scheduling core decides for the rules it applies (the room Reservations hold, the
+load filter: kube-scheduler's own filters run before it calls), and refuses each node for the reason the core gives it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from descheduler.extender.decisions import STEERED, extender_scores, filter_rows, steering
 from descheduler.model import Pod
-from descheduler.scheduling import ClusterView, build_table, feasible_mask, refusal, scores
+from descheduler.scheduling import ClusterView, build_table, predicates, scores
 from descheduler.scheduling.predicates import for_scheduler
 from tests.builders import loaded_node, node, pod, reservation, snapshot
 
@@ -101,10 +100,10 @@ def test_the_filter_matches_the_core_and_its_reasons(objs: list[Obj], args: dict
     decision = filter_rows(incoming, view, rows)
 
     owned, steer = steering(incoming, view)
-    # The core's answer for the rules the extender applies: inter-pod affinity is kube-scheduler's,
-    # which ran it before calling the extender (scheduling-core.md §2).
-    judged = msgspec.structs.replace(incoming, anti_affinity=())
-    core = feasible_mask(judged, view, owned=owned)
+    # The core's answer for the rules the extender applies (the room Reservations hold, the load
+    # filter): kube-scheduler ran its own filters before calling it (scheduling-core.md §2).
+    judged = predicates.checks(incoming, view, owned=owned, scheduler_filtered=True)
+    core = judged.passed()
     targets = np.isin(rows, [table.index[r.node_name] for r in steer])
     expected = core & targets if (core & targets).any() else core
     assert decision.passed.tolist() == expected.tolist()
@@ -112,7 +111,7 @@ def test_the_filter_matches_the_core_and_its_reasons(objs: list[Obj], args: dict
     for refused in np.flatnonzero(~decision.passed).tolist():
         row = refused
         said = decision.refusals[decision.reason[row]]
-        core_says = refusal(judged, table.names[row], view)
+        core_says = judged.refusal(row)
         if core_says is None:  # feasible, but the pod was steered to its reservation
             assert decision.steered == decision.reason[row]
             assert said.code == STEERED

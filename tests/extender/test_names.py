@@ -287,8 +287,9 @@ def test_a_pod_whose_strings_look_like_the_envelope_is_answered_as_any_other(ext
 
 def test_the_filters_answer_keeps_the_request_order_and_drops_the_refused(extender: Extender) -> None:
     answer = json.loads(extender.filter(extender_args(kube_pod("web-new"), ["hot-1", "cool-4", "cordoned", "cool-0"])))
-    assert answer["NodeNames"] == ["cool-4", "cool-0"]
-    assert set(answer["FailedAndUnresolvableNodes"]) == {"hot-1", "cordoned"}
+    # cordoned passes: kube-scheduler's own filters judge a node's cordon (scheduling-core.md §2).
+    assert answer["NodeNames"] == ["cool-4", "cordoned", "cool-0"]
+    assert set(answer["FailedAndUnresolvableNodes"]) == {"hot-1"}
 
 
 def test_a_node_list_that_changes_between_requests_is_mapped_afresh(extender: Extender) -> None:

@@ -584,11 +584,13 @@ def test_a_replacement_placed_before_its_room_opened_is_sent_back_to_it(side: Si
 
 def test_a_deleted_pod_gives_back_its_requests_at_once_without_a_rebuild(side: Side) -> None:
     """kube-scheduler retries a waiting pod within milliseconds of a deletion: the answer then must
-    already see the room free, not at the next rebuild (here: never)."""
+    already see the room free, not at the next rebuild (here: never). Each node is short only because
+    a Reservation holds room there (the extender's own rule; requests alone are kube-scheduler's)."""
     for name, node in (("big", "cool"), ("filler", "other")):
         pod = _pod(name, app="batch", cpu="3")
         side.store.create({**pod, "spec": {**pod["spec"], "nodeName": node}, "status": {"phase": "Running"}})
-    _wait(lambda: side.cache.get("pods", f"{NS}/filler") is not None, "the pods in the cache")
+        side.store.create(_reservation(f"held-{node}", node, cpu="1"))
+    _wait(lambda: side.cache.get(RESERVATIONS, "held-other") is not None, "the pods and Reservations in the cache")
     side.extender.refresh(force=True)
     first = side.extender.state
     waiting = _pod("waiting", app="shop", cpu="2")

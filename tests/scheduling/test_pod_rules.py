@@ -467,7 +467,7 @@ def test_the_extender_filter_leaves_the_pod_level_rules_to_kube_scheduler() -> N
     snap, view = view_of([node("n1"), port_pod("holder", "n1", "TCP//9100"), port_pod("p", "", "TCP//9100")])
     p = the_pod(snap, "p")
     assert not predicates.checks(p, view).passed()[0]
-    assert predicates.checks(p, view, pod_level=False).passed()[0]
+    assert predicates.checks(p, view, scheduler_filtered=True).passed()[0]
 
 
 def test_a_terminating_pod_under_a_move_holds_its_port_where_it_is() -> None:

@@ -381,4 +381,4 @@ def test_an_inline_disk_is_not_judged() -> None:
 def test_the_extender_leaves_the_volume_rules_to_kube_scheduler() -> None:
     objects = [*TWO_ZONES, claiming("p", "a1", "data"), pvc("data", "disk-a"), pv("disk-a", label_in(ZONE, "zone-a"))]
     snap, view = view_of(objects)
-    assert predicates.checks(the_pod(snap, "p"), view, pod_level=False).passed().all()
+    assert predicates.checks(the_pod(snap, "p"), view, scheduler_filtered=True).passed().all()
