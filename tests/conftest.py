@@ -76,14 +76,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its kind (see the module docstring)."""
+    """Mark each test with its kind (see the module docstring). Under pytest-xdist (`-n 2 --dist
+    loadgroup`, pyproject.toml), every test that may use the session's real control plane is in one
+    group, so one worker runs them all on one control plane while the other runs the rest."""
     for item in items:
         parts = item.path.parts
+        fixtures = getattr(item, "fixturenames", ())
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker("property")
-        if "api_server" in getattr(item, "fixturenames", ()):
+        if "api_server" in fixtures:
             item.add_marker("contract")
         if "realcluster" in parts:
             item.add_marker("realcluster")
         if "realcluster" in parts or item.path.name.startswith("test_end_to_end"):
             item.add_marker("end_to_end")
+        if "realcluster" in parts or "api_server" in fixtures or "control_plane" in fixtures:
+            item.add_marker(pytest.mark.xdist_group("control-plane"))
