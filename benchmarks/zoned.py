@@ -9,18 +9,21 @@ one region), taken in their seeded order into these workloads, each named after 
 
 - `spread-*`: Deployments of SPREAD_REPLICAS replicas with a zone topology spread constraint (maxSkew 1,
   DoNotSchedule, on the Deployment's own app label), SPREAD_SHARE of the pods;
-- `zonal-*`: one-replica StatefulSets whose pod keeps its claim (data-<name>-0), bound to a CSI
-  PersistentVolume with a required zone node affinity and the zone label (VolumeBinding, VolumeZone),
-  ZONAL_SHARE of the pods, zones alternating;
-- `local-*`: one-replica StatefulSets on a local PersistentVolume pinned to one node (hostname node
-  affinity), one per LOCAL_EVERY nodes;
+- `zonal-*`: one-replica Deployments whose template names a claim (data-<name>), so a replacement keeps
+  it, bound to a CSI PersistentVolume with a required zone node affinity and the zone label
+  (VolumeBinding, VolumeZone), ZONAL_SHARE of the pods, zones alternating;
+- `local-*`: the same on a local PersistentVolume pinned to one node (hostname node affinity), one per
+  LOCAL_EVERY nodes;
 - `hostport-*`: one Deployment of HOST_PORT_REPLICAS replicas (at most half the nodes) holding
   hostPort HOST_PORT;
 - the rest as in bitbrains-diurnal: one-replica ReplicaSets.
 
 The replicas of a Deployment follow one VM's series (a service's replicas serve alike; a replacement is
 made from the template, so it could not keep a series of its own), the first of its slots', with that
-VM's request; the node size is worked out again from the pods so built. Claims and volumes name no
+VM's request; the node size is worked out again from the pods so built. The pods with claims are not
+StatefulSets: the simulated StatefulSet controller lists (decodes) every pod of the namespace twice per
+StatefulSet at each pass (descheduler/fakecluster/workloads.py), which made a 50-node day take hours;
+a one-replica Deployment naming its claim keeps it the same way. Claims and volumes name no
 StorageClass (statically provisioned and bound), so no StorageClass or CSINode is needed. Placement: the
 simulated stock kube-scheduler (benchmarks.baseline.SpreadScheduler) places every pod under these
 rules, as it would have on the day they were created.
@@ -137,8 +140,10 @@ def _deployment(group: Group, namespace: str) -> tuple[list[dict[str, Any]], lis
                 "labelSelector": {"matchLabels": {"app": name}},
             }
         ]
-    else:
+    elif group.rule == "hostport":
         spec["containers"][0]["ports"] = [{"containerPort": HOST_PORT, "hostPort": HOST_PORT, "protocol": "TCP"}]
+    else:  # zonal, local: the template names the claim, so a replacement keeps it
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{name}"}}]
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -161,26 +166,12 @@ def _volume_affinity(key: str, value: str) -> dict[str, Any]:
     return {"required": {"nodeSelectorTerms": [term]}}
 
 
-def _stateful(
-    group: Group, namespace: str, where: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """The StatefulSet, its claim and volume (zonal: `where` is the zone; local: the node), its pod."""
+def _volume(group: Group, namespace: str, where: str) -> list[dict[str, Any]]:
+    """The claim data-<name> and the PersistentVolume bound to it: zonal (`where` is the zone) or local
+    (`where` is the node)."""
     name = group.name
-    claim = f"data-{name}-0"
+    claim = f"data-{name}"
     volume = f"pv-{name}"
-    template = pod_template(group.trace, {"app": name})
-    template["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
-    sts = {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-sts-{name}", "labels": {"app": name}},
-        "spec": {
-            "replicas": 1,
-            "serviceName": name,
-            "selector": {"matchLabels": {"app": name}},
-            "template": template,
-        },
-    }
     pv_spec: dict[str, Any] = {
         "capacity": {"storage": VOLUME_SIZE},
         "accessModes": ["ReadWriteOnce"],
@@ -221,11 +212,7 @@ def _stateful(
         },
         "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": VOLUME_SIZE}},
     }
-    owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name, "uid": f"uid-sts-{name}"}
-    pod = template_pod(template, f"{name}-0", namespace, owner, f"uid-pod-{name}-0")
-    pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] = f"{name}-0"
-    pod["spec"]["hostname"] = f"{name}-0"
-    return [sts], [pod], {"pv": pv, "pvc": pvc}
+    return [pv, pvc]
 
 
 def zoned(nodes: int, seed: int) -> LoadedScenario:
@@ -246,19 +233,17 @@ def zoned(nodes: int, seed: int) -> LoadedScenario:
     storage: list[dict[str, Any]] = []
     zonal = local = 0
     for group in workloads:
-        if group.rule in ("spread", "hostport"):
-            made, made_pods = _deployment(group, namespace)
-        elif group.rule == "zonal":
-            made, made_pods, volume = _stateful(group, namespace, zone_of(zonal))
-            storage += [volume["pv"], volume["pvc"]]
-            zonal += 1
-        elif group.rule == "local":
-            made, made_pods, volume = _stateful(group, namespace, f"node-{local * LOCAL_EVERY % nodes:03d}")
-            storage += [volume["pv"], volume["pvc"]]
-            local += 1
-        else:
+        if group.rule == "none":
             rs, raw = _workload(group.trace, namespace)
             made, made_pods = [rs], [raw]
+        else:
+            made, made_pods = _deployment(group, namespace)
+        if group.rule == "zonal":
+            storage += _volume(group, namespace, zone_of(zonal))
+            zonal += 1
+        elif group.rule == "local":
+            storage += _volume(group, namespace, f"node-{local * LOCAL_EVERY % nodes:03d}")
+            local += 1
         owners += made
         pods += made_pods
     bound = place(node_objects, pods, storage)
@@ -277,9 +262,10 @@ DESCRIPTION: Final = (
     f"{FAMILY}: the pods of bitbrains-diurnal at the same size and seed, under kube-scheduler's hard rules. "
     "Nodes alternate between two zones (topology.kubernetes.io/zone zone-a, zone-b). Taken in their seeded "
     f"order: {SPREAD_SHARE:.0%} of the pods in Deployments of {SPREAD_REPLICAS} replicas with a zone topology "
-    f"spread (maxSkew 1, DoNotSchedule); {ZONAL_SHARE:.0%} as one-replica StatefulSets whose claim is bound to "
-    "a zonal CSI PersistentVolume (required zone node affinity and zone label: VolumeBinding, VolumeZone); "
-    f"one per {LOCAL_EVERY} nodes as StatefulSets on a local PersistentVolume pinned to its node; one "
+    f"spread (maxSkew 1, DoNotSchedule); {ZONAL_SHARE:.0%} as one-replica Deployments whose template names a "
+    "claim (kept by the replacement) bound to a zonal CSI PersistentVolume (required zone node affinity and zone "
+    f"label: VolumeBinding, VolumeZone); one per {LOCAL_EVERY} nodes the same on a local PersistentVolume "
+    "pinned to its node; one "
     f"Deployment of {HOST_PORT_REPLICAS} replicas (at most half the nodes) holding hostPort {HOST_PORT}; the "
     "rest one-replica ReplicaSets as in bitbrains-diurnal. A Deployment's replicas follow the series and "
     "request of its first pod's VM (a replacement comes from the template, so it keeps no series of its "
