@@ -436,6 +436,9 @@ def replacement_on_reservation(
     if replacement is None or (recorded.consumed_by_uid and replacement.uid != recorded.consumed_by_uid):
         return Hold("ReplacementGone", f"pod {recorded.consumed_by} recorded on Reservation {name} is gone")
     target = reservation.spec.node_name
+    if not replacement.node_name and recorded.phase != "Failed":
+        # Recorded as consuming the room while its binding is not yet in what we read of it.
+        return Hold("ReplacementBinding", f"pod {replacement.key} took Reservation {name}; not yet seen bound")
     if recorded.phase == "Failed" or replacement.node_name != target:
         return Elsewhere(replacement, f"instead of the reserved node {target}", target)
     return bound(job, replacement, f"replacement {replacement.key} bound to node {target}", now)

@@ -291,8 +291,17 @@ REPLACEMENT = pod("web-9", "uid-web-9", "node-b", ready=True)
         (REPLACEMENT, reservation("Failed", consumedBy="shop/web-9"), Elsewhere),
         (None, reservation("Consumed", consumedBy="shop/web-9"), Hold),
         (REPLACEMENT, reservation("Consumed", consumedBy="shop/web-9", consumedByUID="uid-other"), Hold),
+        # The room is taken, but the read of the pod does not show its binding yet: not "elsewhere".
+        (pod("web-9", "uid-web-9", ""), reservation("Consumed", consumedBy="shop/web-9"), Hold),
     ],
-    ids=["bound-on-target", "bound-elsewhere", "reservation-failed", "replacement-gone", "replacement-replaced"],
+    ids=[
+        "bound-on-target",
+        "bound-elsewhere",
+        "reservation-failed",
+        "replacement-gone",
+        "replacement-replaced",
+        "binding-not-yet-read",
+    ],
 )
 def test_the_replacement_is_the_pod_recorded_on_the_reservation(
     found: Pod | None, recorded: Reservation, expected: type
