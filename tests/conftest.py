@@ -99,12 +99,13 @@ _ON_CONTROL_PLANE = re.compile(r"^tests/realcluster/|^tests/fakecluster/apiserve
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under pytest-xdist (`-n 2`, pyproject.toml): every test on the real control plane in one unit
     of work, started first (the largest), so one worker runs them on one control plane while the
-    other takes the rest test by test. (xdist's own `--dist loadgroup` reads `xdist_group` marks
-    from node ids that pytest 9 no longer lets it rewrite.)"""
+    other takes the rest module by module (a module's tests in order, its fixtures made once).
+    (xdist's own `--dist loadgroup` reads `xdist_group` marks from node ids that pytest 9 no longer
+    lets it rewrite.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class ControlPlaneApart(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "control-plane" if _ON_CONTROL_PLANE.search(nodeid) else nodeid
+            return "control-plane" if _ON_CONTROL_PLANE.search(nodeid) else super()._split_scope(nodeid)
 
     return ControlPlaneApart(config, log)

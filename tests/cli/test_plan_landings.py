@@ -118,7 +118,10 @@ def test_a_lease_that_could_not_be_read_leaves_landings_out_with_a_warning(
     )
 
 
-def test_the_table_shows_the_landing_after_the_mode(main_in_process: Main, tmp_path: Path) -> None:
+def test_the_table_shows_the_landing_after_the_mode(
+    main_in_process: Main, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # a table as wide as its rows, whatever the terminal (none, on a worker)
     path = demo_saved(tmp_path / "s.json", {SCHEDULER_LEASE_ANNOTATION: REF})
     code, out, err = main_in_process("plan", "--snapshot", str(path))
     assert code == 0, err
