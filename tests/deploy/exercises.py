@@ -332,7 +332,8 @@ def extender_scheduler_side(scratch: Path) -> set[Access]:
             extender = Extender(CacheSource(cache), default_policy().scheduling, writer=ReservationWriter(client, "x"))
             extender.start(poll=0.01)
             try:
-                _wait(lambda: extender.state is not None, 10, "the extender's first state")
+                # The first state waits for numba to compile the kernels (cold on a fresh clone, on a busy machine).
+                _wait(lambda: extender.state is not None, 60, "the extender's first state")
                 server.store.create(_reservation("r-1", "cool", cpu="1", phase="Pending"))
                 server.store.create(_reservation("r-2", "cool", cpu="1", phase="Pending"))
 
